@@ -1,0 +1,57 @@
+//! `workload-report`: the daily Gatekeeper workload policy report, plus gator-compatible
+//! `eval` and `verify` commands over the embedded engine.
+//!
+//! Each subcommand lives in its own module with its arguments and a `run` function; this file
+//! only parses the command line and maps the outcome to an exit code.
+
+mod cmd_eval;
+mod cmd_routes;
+mod cmd_run;
+mod cmd_verify;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(name = "workload-report", version, about)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Run the daily report: read, evaluate, route, post to Slack, push to Loki.
+    Run(cmd_run::RunArgs),
+    /// Explain which team owns each namespace.
+    Routes(cmd_routes::RoutesArgs),
+    /// Review objects against templates and constraints, like `gator test`.
+    Eval(cmd_eval::EvalArgs),
+    /// Run gator verify Suite files against the embedded engine, like `gator verify`.
+    Verify(cmd_verify::VerifyArgs),
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => {
+            let usage = error.use_stderr();
+            let _ = error.print();
+            return if usage { ExitCode::from(2) } else { ExitCode::SUCCESS };
+        }
+    };
+    let outcome = match cli.command {
+        Command::Run(args) => cmd_run::run(args),
+        Command::Routes(args) => cmd_routes::run(args),
+        Command::Eval(args) => cmd_eval::run(args),
+        Command::Verify(args) => cmd_verify::run(args),
+    };
+    match outcome {
+        Ok(code) => code,
+        Err(error) => {
+            eprintln!("workload-report: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! Reads every region's deployed job-validation policy (`GET /api/v1/policy`) concurrently.

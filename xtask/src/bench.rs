@@ -1,0 +1,71 @@
+//! `cargo xtask bench <name>`: builds a benchmark program in release mode, runs it, and reports
+//! its wall time and peak resident set size (measured here, from the child's rusage).
+//!
+//! Each benchmark is an `examples/bench_*.rs` program of the crate it measures; it prints its own
+//! figures (throughput, counts) and exits non-zero when it misses its target.
+
+use std::process::Command;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+
+use crate::util;
+
+/// One benchmark: its name, the package and the example that runs it.
+struct Bench {
+    name: &'static str,
+    package: &'static str,
+    example: &'static str,
+}
+
+const BENCHES: &[Bench] = &[Bench {
+    name: "admission",
+    package: "admission-core",
+    example: "bench_admission",
+}];
+
+/// The benchmark names, for usage messages.
+pub(crate) const NAMES: &[&str] = &["admission", "fanout", "projection", "engine", "report"];
+
+/// Runs the benchmark called `name`, passing `extra` arguments to it.
+pub(crate) fn run(name: &str, extra: &[&str]) -> Result<()> {
+    let Some(bench) = BENCHES.iter().find(|b| b.name == name) else {
+        bail!("unknown benchmark {name:?}; known: {}", NAMES.join(", "));
+    };
+    util::cargo(&[
+        "build",
+        "--release",
+        "--package",
+        bench.package,
+        "--example",
+        bench.example,
+    ])?;
+    let program = util::root()
+        .join("target/release/examples")
+        .join(bench.example);
+    let started = Instant::now();
+    let status = Command::new(&program)
+        .args(extra)
+        .current_dir(util::root())
+        .status()
+        .with_context(|| format!("failed to start {}", program.display()))?;
+    let wall = started.elapsed();
+    let peak_kib = children_peak_rss_kib();
+    eprintln!(
+        "bench {name}: wall {:.3} s, peak RSS {:.1} MiB",
+        wall.as_secs_f64(),
+        peak_kib as f64 / 1024.0
+    );
+    if !status.success() {
+        bail!("benchmark {name} failed ({status})");
+    }
+    Ok(())
+}
+
+/// The largest peak RSS among the waited-for children of this process, in KiB (Linux reports
+/// `ru_maxrss` in KiB).
+fn children_peak_rss_kib() -> i64 {
+    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+        .map(|usage| usage.max_rss())
+        .unwrap_or(0)
+}

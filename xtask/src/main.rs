@@ -1,0 +1,62 @@
+//! Project automation, run as `cargo xtask <command>`.
+//!
+//! - `test`: the one test command (format, lints, tidy, fixtures freshness, every test).
+//! - `fixtures [--check]`: regenerate committed fixtures (or fail when they are stale).
+//! - `bench <name>`: run a release-mode benchmark and report wall time and peak RSS.
+
+mod bench;
+mod fixtures;
+mod tidy;
+mod util;
+
+use std::process::ExitCode;
+
+use anyhow::{Result, bail};
+
+fn main() -> ExitCode {
+    match run(std::env::args().skip(1).collect()) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("xtask: {error:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(args: Vec<String>) -> Result<()> {
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    match args.as_slice() {
+        ["test"] => test(),
+        ["fixtures"] => fixtures::regenerate(),
+        ["fixtures", "--check"] => fixtures::check(),
+        ["bench", name, rest @ ..] => bench::run(name, rest),
+        ["tidy"] => tidy::check(),
+        _ => bail!(
+            "usage: cargo xtask test | fixtures [--check] | bench <{}> | tidy",
+            bench::NAMES.join("|")
+        ),
+    }
+}
+
+/// The whole suite, in the order that fails fastest.
+fn test() -> Result<()> {
+    util::cargo(&["fmt", "--all", "--check"])?;
+    tidy::check()?;
+    fixtures::check()?;
+    util::cargo(&[
+        "clippy",
+        "--workspace",
+        "--all-targets",
+        "--locked",
+        "--",
+        "-D",
+        "warnings",
+    ])?;
+    if util::has_nextest() {
+        util::cargo(&["nextest", "run", "--workspace", "--locked", "--no-fail-fast"])?;
+    } else {
+        util::cargo(&["test", "--workspace", "--locked", "--no-fail-fast"])?;
+    }
+    util::cargo(&["test", "--workspace", "--locked", "--doc"])?;
+    Ok(())
+}
