@@ -20,6 +20,7 @@ pub(crate) struct Generated {
 fn generate() -> Result<Vec<Generated>> {
     let mut out = Vec::new();
     out.extend(conformance_copy()?);
+    out.extend(crate::fixtures_cluster::generate()?);
     Ok(out)
 }
 
@@ -62,7 +63,11 @@ fn conformance_copy() -> Result<Vec<Generated>> {
         return Ok(Vec::new());
     }
     let mut out = Vec::new();
-    copy_tree(&source, &util::root().join("fixtures/conformance"), &mut out)?;
+    copy_tree(
+        &source,
+        &util::root().join("fixtures/conformance"),
+        &mut out,
+    )?;
     Ok(out)
 }
 
@@ -77,8 +82,8 @@ fn copy_tree(from: &Path, to: &Path, out: &mut Vec<Generated>) -> Result<()> {
         if path.is_dir() {
             copy_tree(&path, &target, out)?;
         } else {
-            let contents =
-                std::fs::read(&path).with_context(|| format!("failed to read {}", path.display()))?;
+            let contents = std::fs::read(&path)
+                .with_context(|| format!("failed to read {}", path.display()))?;
             out.push(Generated {
                 path: target,
                 contents,

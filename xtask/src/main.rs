@@ -3,9 +3,14 @@
 //! - `test`: the one test command (format, lints, tidy, fixtures freshness, every test).
 //! - `fixtures [--check]`: regenerate committed fixtures (or fail when they are stale).
 //! - `bench <name>`: run a release-mode benchmark and report wall time and peak RSS.
+//! - `parity [--gator PATH]`: the engine on fixtures' objects versus on their projection.
+//! - `chart`: render `charts/workload-report` with real Helm and check it (also part of `test`).
 
 mod bench;
+mod chart;
 mod fixtures;
+mod fixtures_cluster;
+mod parity;
 mod tidy;
 mod util;
 
@@ -29,10 +34,13 @@ fn run(args: Vec<String>) -> Result<()> {
         ["test"] => test(),
         ["fixtures"] => fixtures::regenerate(),
         ["fixtures", "--check"] => fixtures::check(),
+        ["parity", rest @ ..] => parity::run(rest),
         ["bench", name, rest @ ..] => bench::run(name, rest),
+        [bench::MEASURE, name, program, rest @ ..] => bench::measure(name, program, rest),
         ["tidy"] => tidy::check(),
+        ["chart"] => chart::test(),
         _ => bail!(
-            "usage: cargo xtask test | fixtures [--check] | bench <{}> | tidy",
+            "usage: cargo xtask test | fixtures [--check] | bench <{}> | tidy | chart | parity [--gator PATH]",
             bench::NAMES.join("|")
         ),
     }
@@ -53,10 +61,29 @@ fn test() -> Result<()> {
         "warnings",
     ])?;
     if util::has_nextest() {
-        util::cargo(&["nextest", "run", "--workspace", "--locked", "--no-fail-fast"])?;
+        util::cargo(&[
+            "nextest",
+            "run",
+            "--workspace",
+            "--locked",
+            "--no-fail-fast",
+        ])?;
     } else {
         util::cargo(&["test", "--workspace", "--locked", "--no-fail-fast"])?;
     }
     util::cargo(&["test", "--workspace", "--locked", "--doc"])?;
+    // The gatekeeper fixtures' gator-verify suites, through the embedded engine (fails on FAIL).
+    util::cargo(&[
+        "run",
+        "-q",
+        "--locked",
+        "-p",
+        "workload-report",
+        "--",
+        "verify",
+        "fixtures/gatekeeper/...",
+    ])?;
+    chart::test()?;
+    parity::run(&[])?;
     Ok(())
 }

@@ -23,7 +23,11 @@ pub(crate) fn check() -> Result<()> {
     files.sort();
     for file in &files {
         let text = std::fs::read_to_string(file).unwrap_or_default();
-        let rel = file.strip_prefix(&root).unwrap_or(file).display().to_string();
+        let rel = file
+            .strip_prefix(&root)
+            .unwrap_or(file)
+            .display()
+            .to_string();
         let in_tests = rel.contains("/tests/") || rel.contains("/benches/");
         if !text.trim_start().starts_with("//!") {
             problems.push(format!("{rel}: does not start with a `//!` doc comment"));
@@ -34,19 +38,24 @@ pub(crate) fn check() -> Result<()> {
             }
         }
         let spawns = text.contains("Command::new(") && text.contains("process::");
-        if spawns && !in_tests && !rel.starts_with("crates/gator-runner/") && !rel.starts_with("crates/test-support/") {
+        if spawns
+            && !in_tests
+            && !rel.starts_with("crates/gator-runner/")
+            && !rel.starts_with("crates/test-support/")
+        {
             problems.push(format!("{rel}: spawns a process outside gator-runner"));
         }
     }
     for pure in ["admission-core", "team-routing", "gatekeeper-engine"] {
-        let manifest =
-            std::fs::read_to_string(root.join("crates").join(pure).join("Cargo.toml"))?;
+        let manifest = std::fs::read_to_string(root.join("crates").join(pure).join("Cargo.toml"))?;
         for client in ["hyper", "reqwest", "kube"] {
             if manifest
                 .lines()
                 .any(|l| l.trim_start().starts_with(client) && !l.contains("test-support"))
             {
-                problems.push(format!("crates/{pure}: depends on {client}; it must stay pure"));
+                problems.push(format!(
+                    "crates/{pure}: depends on {client}; it must stay pure"
+                ));
             }
         }
     }
@@ -57,7 +66,11 @@ pub(crate) fn check() -> Result<()> {
         }
     }
     if !problems.is_empty() {
-        bail!("tidy found {} problem(s):\n  {}", problems.len(), problems.join("\n  "));
+        bail!(
+            "tidy found {} problem(s):\n  {}",
+            problems.len(),
+            problems.join("\n  ")
+        );
     }
     Ok(())
 }

@@ -1,12 +1,68 @@
-//! `workload-report eval`.
+//! `workload-report eval`: reviews objects against templates and constraints like `gator test`
+//! (every object from the files and directories given with `-f` is read, put into
+//! `data.inventory` and reviewed) and prints gator's `-o json`, `-o yaml` or human output.
+//! Exit code: 1 when an enforceable (deny) result exists, 0 otherwise, 2 on input errors.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::Context;
+use gatekeeper_engine::{Engine, EngineOptions, NamespaceMode, output};
+
+/// Output format of `eval`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub(crate) enum Format {
+    /// gator's `-o json`.
+    Json,
+    /// gator's `-o yaml`.
+    Yaml,
+    /// gator's human format.
+    Text,
+}
 
 /// Arguments of `workload-report eval`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct EvalArgs {}
+pub(crate) struct EvalArgs {
+    /// A file (.yaml, .yml, .json) or a directory (walked recursively); repeatable.
+    #[arg(short = 'f', long = "filename", required = true)]
+    filenames: Vec<PathBuf>,
+    /// Output format.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_enum,
+        ignore_case = true,
+        default_value = "text"
+    )]
+    output: Format,
+    /// Attach Namespaces the way Gatekeeper audit does instead of the way `gator test` does.
+    #[arg(long)]
+    audit_namespaces: bool,
+}
 
 /// Runs `workload-report eval`.
-pub(crate) fn run(_args: EvalArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`workload-report eval` is not available yet")
+pub(crate) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
+    let objects = gatekeeper_engine::read_sources(&args.filenames).context("reading inputs")?;
+    let options = EngineOptions {
+        namespace_mode: if args.audit_namespaces {
+            NamespaceMode::Audit
+        } else {
+            NamespaceMode::GatorTest
+        },
+        ..EngineOptions::default()
+    };
+    let engine = Engine::new(objects, options).context("auditing objects")?;
+    let outcome = engine.review_all_detailed();
+    let text = match args.output {
+        Format::Json => output::render_json(&engine, &outcome.results),
+        Format::Yaml => output::render_yaml(&engine, &outcome.results),
+        Format::Text => output::render_text(&outcome.results),
+    };
+    print!("{text}");
+    let enforceable = outcome.results.iter().any(|r| r.result.is_enforceable());
+    Ok(if enforceable {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    })
 }

@@ -1,12 +1,159 @@
-//! `workload-report run`.
+//! `workload-report run`: parses the arguments, loads the config and the environment, hands them
+//! to `daily_report::live::run_live`, then prints the digests and the run line and writes
+//! `--out DIR`.
+//!
+//! Everything that decides anything (status, counts, audit check, what is posted) lives in
+//! `daily-report`; this file only parses and prints.
 
+use std::path::PathBuf;
 use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use daily_report::live::{LiveOptions, run_live, write_out};
+use daily_report::{Config, EngineChoice, RunOutput, Settings};
+use report_sinks::slack::SlackMessage;
+use serde_json::Value;
 
 /// Arguments of `workload-report run`.
 #[derive(Debug, clap::Args)]
-pub(crate) struct RunArgs {}
+pub(crate) struct RunArgs {
+    /// The report's config file (YAML).
+    #[arg(long, value_name = "FILE")]
+    config: PathBuf,
+    /// Read a saved snapshot (directory, file or .tar.gz) instead of the cluster.
+    #[arg(long, value_name = "DIR", conflicts_with_all = ["kubeconfig", "context"])]
+    snapshot: Option<PathBuf>,
+    /// The kubeconfig file (default: in-cluster, else KUBECONFIG / ~/.kube/config).
+    #[arg(long, value_name = "FILE")]
+    kubeconfig: Option<PathBuf>,
+    /// The kubeconfig context.
+    #[arg(long, value_name = "NAME")]
+    context: Option<String>,
+    /// The engine (overrides the config's `engine`).
+    #[arg(long, value_parser = ["embedded", "gator", "both"])]
+    engine: Option<String>,
+    /// A local gator binary (overrides `gator.path`; no download).
+    #[arg(long, value_name = "PATH")]
+    gator: Option<PathBuf>,
+    /// The work dir: the projection goes to `<work>/in`, gator is cached here.
+    #[arg(long, value_name = "DIR")]
+    work: Option<PathBuf>,
+    /// Post nothing to Slack (also `DRY_RUN=true`).
+    #[arg(long)]
+    dry_run: bool,
+    /// Write run.json, slack/<team>.json and loki.json to this directory.
+    #[arg(long, value_name = "DIR")]
+    out: Option<PathBuf>,
+    /// Save what was read as a snapshot (a .tar.gz) that `--snapshot` replays offline.
+    #[arg(long, value_name = "FILE")]
+    save_snapshot: Option<PathBuf>,
+    /// Output format on stdout.
+    #[arg(short = 'o', long = "output", default_value = "text", value_parser = ["text", "json"])]
+    output: String,
+}
 
 /// Runs `workload-report run`.
-pub(crate) fn run(_args: RunArgs) -> anyhow::Result<ExitCode> {
-    anyhow::bail!("`workload-report run` is not available yet")
+pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
+    let text = std::fs::read_to_string(&args.config)
+        .with_context(|| format!("failed to read config {}", args.config.display()))?;
+    let config = Config::from_yaml(&text)
+        .with_context(|| format!("invalid config {}", args.config.display()))?;
+    let settings = Settings::from_env(&config, args.dry_run, &|name| std::env::var(name).ok())?;
+    for warning in config.routes.warnings() {
+        eprintln!("warning: routes: {warning}");
+    }
+    let options = LiveOptions {
+        snapshot: args.snapshot,
+        kubeconfig: args.kubeconfig,
+        context: args.context,
+        engine: args.engine.as_deref().and_then(EngineChoice::parse),
+        gator: args.gator,
+        work: args.work,
+        save_snapshot: args.save_snapshot,
+        extra_ca_pem: None,
+    };
+    let output = run_live(&config, &settings, &options, &|line| eprintln!("{line}"))?;
+    for line in &output.log {
+        eprintln!("{line}");
+    }
+    if let Some(dir) = &args.out {
+        write_out(dir, &output, &config.default_team)?;
+    }
+    print_output(&output, &args.output, settings.dry_run);
+    Ok(ExitCode::from(output.exit_code()))
+}
+
+fn print_output(output: &RunOutput, format: &str, dry_run: bool) {
+    if format == "json" {
+        let digests: serde_json::Map<String, Value> = output
+            .digests
+            .iter()
+            .map(|d| {
+                (
+                    d.team.clone(),
+                    serde_json::to_value(&d.message).unwrap_or(Value::Null),
+                )
+            })
+            .collect();
+        let document = serde_json::json!({
+            "run": output.report.run,
+            "digests": digests,
+            "problems": output.problems,
+        });
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&document).unwrap_or_default()
+        );
+        return;
+    }
+    let verb = if dry_run {
+        "not posted: dry run"
+    } else {
+        "posted"
+    };
+    for digest in &output.digests {
+        let state = if output.report.run.posted.contains(&digest.team) {
+            verb
+        } else {
+            "not posted"
+        };
+        println!("=== digest for {} ({state}) ===", digest.team);
+        println!("{}\n", plain_text(&digest.message));
+    }
+    if let Some(problems) = &output.problems {
+        println!("=== problems for the default team ===");
+        println!("{}\n", plain_text(problems));
+    }
+    println!("{}", output.run_line());
+}
+
+/// The visible text of a Block Kit message, one block per paragraph.
+fn plain_text(message: &SlackMessage) -> String {
+    let mut parts = Vec::new();
+    for block in &message.blocks {
+        match block.get("type").and_then(Value::as_str) {
+            Some("header") | Some("section") => {
+                if let Some(text) = block.pointer("/text/text").and_then(Value::as_str) {
+                    parts.push(text.to_string());
+                }
+            }
+            Some("context") => {
+                let texts: Vec<&str> = block
+                    .get("elements")
+                    .and_then(Value::as_array)
+                    .map(|els| {
+                        els.iter()
+                            .filter_map(|e| e.get("text").and_then(Value::as_str))
+                            .collect()
+                    })
+                    .unwrap_or_default();
+                parts.push(texts.join("  "));
+            }
+            _ => {}
+        }
+    }
+    if parts.is_empty() {
+        return message.text.clone();
+    }
+    parts.join("\n")
 }

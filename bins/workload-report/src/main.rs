@@ -38,7 +38,11 @@ fn main() -> ExitCode {
         Err(error) => {
             let usage = error.use_stderr();
             let _ = error.print();
-            return if usage { ExitCode::from(2) } else { ExitCode::SUCCESS };
+            return if usage {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
         }
     };
     let outcome = match cli.command {

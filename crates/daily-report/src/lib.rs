@@ -1,1 +1,16 @@
 //! The daily workload report pipeline: configuration, counting, audit cross-check and run status.
+//!
+//! [`config`] validates the YAML config and reads the environment through an injectable lookup;
+//! [`count`] turns evaluation results into per team → namespace → rule counts; [`audit`] cross-
+//! checks them against Gatekeeper's audit; [`run`] orchestrates one run over injectable I/O
+//! (collect, deliver, clock) and decides the status (ok / partial / skipped).
+
+pub mod audit;
+pub mod config;
+pub mod count;
+pub mod live;
+pub mod run;
+
+pub use config::{Config, ConfigError, EngineChoice, EnvError, Settings};
+pub use count::Finding;
+pub use run::{Collected, Delivery, RunContext, RunOutput, execute};

@@ -1,6 +1,39 @@
 //! An embedded Gatekeeper evaluator: reviews objects against ConstraintTemplates and Constraints
 //! in-process (Rego through `regorus`) and gives the answers `gator test` v3.22.0 gives.
+//!
+//! - [`read_sources`] reads files and directories like `gator test -f`.
+//! - [`Engine`] ingests templates, constraints and data from those objects and reviews every
+//!   object ([`Engine::review_all`]), like `gator test`.
+//! - [`PolicySet`], [`Inventory`], [`ReviewRequest`] and [`Evaluator`] are the pieces, for
+//!   callers (such as [`verify`]) that review single objects against a chosen inventory.
+//! - [`verify`] runs `gator verify` Suite files.
+//! - [`output`] renders results as gator's `-o json`, `-o yaml` and human formats.
 
+mod constraint;
+mod engine;
+mod error;
+mod gosprintf;
+pub mod matching;
+pub mod output;
+mod reader;
 pub mod result;
+mod review;
+mod rewrite;
+mod schema;
+mod template;
+pub mod verify;
 
+pub use constraint::{CONSTRAINT_GROUP, Constraint};
+pub use engine::{
+    AUDIT_ENFORCEMENT_POINT, Engine, EngineOptions, GATOR_ENFORCEMENT_POINT, NamespaceMode,
+    ReviewOutcome, sort_results,
+};
+pub use error::EngineError;
+pub use reader::{
+    gator_numbers, parse_stream, read_source_file, read_sources, read_verify_file, yaml_to_json,
+};
 pub use result::{ConstraintRef, ObjectRef, ReviewResult};
+pub use review::{
+    DetailedResult, Evaluator, Inventory, PolicySet, ResultKind, ReviewRequest, ReviewStats,
+};
+pub use template::Template;

@@ -1,1 +1,47 @@
-//! Reads every region's deployed job-validation policy (`GET /api/v1/policy`) concurrently.
+//! Reads every region's deployed job-validation policy (`GET {endpoint}/api/v1/policy`)
+//! concurrently and classifies each read into the reference's statuses (`ok`, `unreachable`,
+//! `error`), ready for `admission-core`'s verdicts and drift.
+//!
+//! Layout, from pure to I/O:
+//! - [`regions`]: the regions file (`jobcheck.yaml`) — parsing, validation, `-r` selection;
+//! - [`request`]: sans-IO building of the signed/authenticated `http::Request` per region;
+//! - [`classify`]: pure classification of statuses and bodies, retry decisions, stable reasons;
+//! - `transport`: the one place that sends (hyper + hyper-rustls, rustls `ring`, system roots
+//!   plus `caFile`, body capped at 8 MiB, no redirects);
+//! - [`client`]: retries, per-request timeout, fan-out deadline, requested-order results;
+//! - [`view`]: the `jobcheck policy` table (spec §4.1) of one region's response.
+//!
+//! Wiring `jobcheck check` (synchronous caller):
+//!
+//! ```no_run
+//! use policy_client::{PolicyClient, RegionsConfig};
+//! # fn main() -> Result<(), Box<dyn std::error::Error>> {
+//! let config = RegionsConfig::load("jobcheck.yaml".as_ref())?;
+//! let regions = config.select(&["us-east-1".to_string()])?;
+//! let client = PolicyClient::new(&config)?;
+//! let policies = client.fetch_region_policies_blocking(&regions, &mut |pending| {
+//!     eprint!("\rwaiting for {}", pending.join(", "));
+//! })?;
+//! for policy in &policies {
+//!     println!("{}: {}", policy.region, policy.status.as_str());
+//! }
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! Credentials never reach errors, reasons, logs or `Debug` output: errors name the variable a
+//! credential comes from, never its value, and credential headers are marked sensitive.
+
+pub mod classify;
+pub mod client;
+pub mod regions;
+pub mod request;
+mod transport;
+pub mod view;
+
+pub use classify::{FetchError, MAX_BODY_BYTES};
+pub use client::{EnvLookup, FetchOptions, PolicyClient, into_region_policy};
+pub use regions::{Auth, Region, RegionsConfig, RegionsFileError, SelectError, dedup_keep_first};
+pub use request::{RequestError, build_policy_request};
+pub use transport::{ClientError, TrustRoots};
+pub use view::policy_table;

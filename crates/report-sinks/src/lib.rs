@@ -1,1 +1,47 @@
 //! The daily report's sinks: Slack digests (Block Kit) and Loki push lines.
+//!
+//! The pipeline builds one [`Report`] per run ([`model`]); every sink consumes it through the
+//! [`Sink`] trait, which is pure: `render` returns exactly the payloads that would be sent, so a
+//! dry run or `--out DIR` writes the same bytes a live run sends. Delivery is a separate, thin I/O
+//! step: [`slack::SlackPoster::post`] and [`loki::LokiClient::push`], both over hyper + rustls
+//! (ring) with finite timeouts and no redirect following.
+//!
+//! ```text
+//!              ┌── SlackSink::render ──▶ Vec<TeamDigest> ──▶ SlackPoster::post (per team)
+//! Report ──────┤
+//!              └── LokiSink::render  ──▶ LokiPush       ──▶ LokiClient::push
+//! ```
+//!
+//! Secrets: webhook URLs and Loki credentials are held as [`secrecy::SecretString`] (inside
+//! [`WebhookUrl`] and [`loki::LokiAuth`]), whose `Debug` prints nothing and which has no
+//! `Display`. Every error text that could carry them goes through [`hide`], which removes the URL,
+//! its path and path segments, also when a server's error body echoes the path without a scheme.
+//! A malformed webhook value fails with the fixed reason `invalid URL` ([`SendError::InvalidUrl`]).
+
+pub mod http;
+pub mod loki;
+pub mod model;
+pub mod secret;
+pub mod slack;
+
+pub use http::{HttpOptions, SendError};
+pub use loki::{LokiAuth, LokiClient, LokiConfig, LokiPush, LokiSink};
+pub use model::{
+    AuditCheck, NamespaceReport, Report, RuleReport, RunStatus, RunSummary, TeamReport,
+    ViolatingWorkload,
+};
+pub use secret::{WebhookUrl, hide};
+pub use slack::{SlackMessage, SlackOptions, SlackPoster, SlackSink, TeamDigest, problems_message};
+
+/// A consumer of the report: renders the payloads it would send, without sending anything.
+///
+/// The report is built once and handed to every sink (as grep-searcher hands matches to its
+/// printers); sending is done by each sink's client, so rendering stays pure and testable and a
+/// dry run writes exactly what a live run sends.
+pub trait Sink {
+    /// What this sink makes of a report (serializable so `--out` can write it).
+    type Payload: serde::Serialize;
+
+    /// Renders `report` into this sink's payloads.
+    fn render(&self, report: &Report) -> Self::Payload;
+}

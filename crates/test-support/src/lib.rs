@@ -7,7 +7,11 @@
 //!
 //! Nothing here is shipped: the crate is a dev-dependency only.
 
+pub mod kube_api;
+pub mod loki;
+pub mod policy_server;
 pub mod server;
+pub mod slack;
 pub mod tls;
 
 pub use server::{RecordedRequest, Reply, TestServer, respond, respond_json};

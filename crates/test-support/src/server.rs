@@ -117,7 +117,9 @@ impl TestServer {
                 .build()
                 .expect("test server runtime");
             runtime.block_on(async move {
-                let listener = TcpListener::bind("127.0.0.1:0").await.expect("bind loopback");
+                let listener = TcpListener::bind("127.0.0.1:0")
+                    .await
+                    .expect("bind loopback");
                 addr_tx
                     .send(listener.local_addr().expect("local addr"))
                     .expect("report address");
@@ -196,11 +198,15 @@ async fn accept_loop(
             match acceptor {
                 Some(acceptor) => {
                     if let Ok(stream) = acceptor.accept(stream).await {
-                        let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+                        let _ = builder
+                            .serve_connection(TokioIo::new(stream), service)
+                            .await;
                     }
                 }
                 None => {
-                    let _ = builder.serve_connection(TokioIo::new(stream), service).await;
+                    let _ = builder
+                        .serve_connection(TokioIo::new(stream), service)
+                        .await;
                 }
             }
         });

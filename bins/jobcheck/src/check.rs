@@ -1,0 +1,175 @@
+//! `jobcheck check`: read the region policies, load and pre-fill the manifests, judge them and
+//! render the outcome. Region reads come from saved response bodies (`--policy-file`) and from live
+//! regions (`live`); both produce the same `Vec<RegionPolicy>`.
+
+use std::path::Path;
+
+use admission_core::{RegionPolicy, Verdict, prefill_namespaces};
+use anyhow::Context;
+use serde_json::Value;
+
+use crate::live::{self, RegionsFileChoice};
+use crate::manifests::{self, parse_document};
+use crate::render::{self, CheckReport};
+use crate::{CheckArgs, OutputFormat};
+
+/// Why `jobcheck check` stopped without a report.
+#[derive(Debug)]
+pub(crate) enum CheckError {
+    /// Bad flags or an unreadable / unparsable input file (exit 2).
+    Usage(String),
+    /// The evaluation itself failed, as the reference's `Failed to check policy: …` (exit 1).
+    Failed(anyhow::Error),
+}
+
+impl CheckError {
+    /// The exit code for this failure.
+    pub(crate) fn exit_code(&self) -> u8 {
+        match self {
+            Self::Usage(_) => 2,
+            Self::Failed(_) => 1,
+        }
+    }
+
+    /// The one-line message printed on stderr.
+    pub(crate) fn one_line(&self) -> String {
+        let text = match self {
+            Self::Usage(message) => format!("error: {message}"),
+            Self::Failed(error) => format!("error: failed to check policy: {error:#}"),
+        };
+        text.replace('\n', " ")
+    }
+}
+
+/// What to print and how to exit.
+#[derive(Debug)]
+pub(crate) struct Report {
+    /// The rendered output.
+    pub(crate) output: String,
+    /// Whether any region's verdict is `reject`.
+    pub(crate) any_reject: bool,
+    /// Whether `--fail-on-reject` was given.
+    pub(crate) fail_on_reject: bool,
+}
+
+/// Runs `jobcheck check`.
+pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
+    let policies = read_policies(args)?;
+    let mut manifests = match &args.manifest_path {
+        Some(path) => manifests::load(path).map_err(CheckError::Usage)?,
+        None => Vec::new(),
+    };
+    prefill_namespaces(&mut manifests, &args.namespace)
+        .context("cannot pre-fill the manifest namespace")
+        .map_err(CheckError::Failed)?;
+    let report = render::judge(&manifests, &policies, args.strict_enforcement)
+        .map_err(CheckError::Failed)?;
+    let output = match args.output {
+        OutputFormat::Table => render::table(&report, &policies),
+        OutputFormat::Json => render::json(&report).map_err(CheckError::Failed)?,
+        OutputFormat::Yaml => render::yaml(&report).map_err(CheckError::Failed)?,
+    };
+    Ok(Report {
+        output,
+        any_reject: any_reject(&report),
+        fail_on_reject: args.fail_on_reject,
+    })
+}
+
+/// Every region's read: saved bodies first (flag order), then live regions (selection order).
+///
+/// Live regions are read when `-r` is given, when no `--policy-file` is, or when a regions file is
+/// named explicitly; a region given both ways is a usage error.
+fn read_policies(args: &CheckArgs) -> Result<Vec<RegionPolicy>, CheckError> {
+    let sources = parse_policy_flags(&args.policy_files)?;
+    let regions_file = RegionsFileChoice::new(args.regions_file.clone());
+    let want_live = !args.regions.is_empty() || sources.is_empty() || regions_file.is_explicit();
+    let mut policies = read_policy_files(&sources)?;
+    if want_live {
+        let config = regions_file.load()?;
+        let regions = live::select(&config, &args.regions)?;
+        if let Some(region) = regions
+            .iter()
+            .find(|r| sources.iter().any(|(name, _)| *name == r.name))
+        {
+            return Err(CheckError::Usage(format!(
+                "region {} is given both live and with --policy-file",
+                region.name
+            )));
+        }
+        let client = live::client(&config)?;
+        let show_progress = live::progress_allowed(args.output == OutputFormat::Table);
+        policies.extend(live::read_policies(&client, &regions, show_progress)?);
+    }
+    Ok(policies)
+}
+
+fn any_reject(report: &CheckReport) -> bool {
+    report.verdicts.iter().any(|v| v.verdict == Verdict::Reject)
+}
+
+/// Splits `REGION=FILE` flags, keeping their order; regions must be unique and non-empty.
+pub(crate) fn parse_policy_flags(flags: &[String]) -> Result<Vec<(String, String)>, CheckError> {
+    let mut sources: Vec<(String, String)> = Vec::with_capacity(flags.len());
+    for flag in flags {
+        let Some((region, file)) = flag.split_once('=') else {
+            return Err(CheckError::Usage(format!(
+                "--policy-file {flag:?} is not REGION=FILE"
+            )));
+        };
+        let (region, file) = (region.trim(), file.trim());
+        if region.is_empty() || file.is_empty() {
+            return Err(CheckError::Usage(format!(
+                "--policy-file {flag:?} is not REGION=FILE"
+            )));
+        }
+        if sources.iter().any(|(r, _)| r == region) {
+            return Err(CheckError::Usage(format!(
+                "region {region} is given more than once with --policy-file"
+            )));
+        }
+        sources.push((region.to_owned(), file.to_owned()));
+    }
+    Ok(sources)
+}
+
+/// Reads every policy file as a saved response body: a file that cannot be read or parsed is a
+/// usage error; a parsed body is treated exactly like a live read of it.
+fn read_policy_files(sources: &[(String, String)]) -> Result<Vec<RegionPolicy>, CheckError> {
+    sources
+        .iter()
+        .map(|(region, file)| {
+            let body = read_policy_body(Path::new(file))?;
+            Ok(RegionPolicy::from_response_body(region.clone(), &body))
+        })
+        .collect()
+}
+
+fn read_policy_body(path: &Path) -> Result<Value, CheckError> {
+    let text = std::fs::read_to_string(path).map_err(|error| {
+        CheckError::Usage(format!(
+            "cannot read policy file {}: {error}",
+            path.display()
+        ))
+    })?;
+    if let Ok(body) = serde_json::from_str::<Value>(&text) {
+        return Ok(body);
+    }
+    let mut documents = parse_document(&text).map_err(|problem| {
+        CheckError::Usage(format!(
+            "policy file {} is not valid JSON or YAML: {problem}",
+            path.display()
+        ))
+    })?;
+    match documents.len() {
+        1 => Ok(documents.remove(0)),
+        0 => Err(CheckError::Usage(format!(
+            "policy file {} is empty",
+            path.display()
+        ))),
+        n => Err(CheckError::Usage(format!(
+            "policy file {} holds {n} YAML documents, expected one response body",
+            path.display()
+        ))),
+    }
+}

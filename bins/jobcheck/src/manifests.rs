@@ -1,0 +1,170 @@
+//! Loading manifests: a file (every YAML document), a directory (sorted `*.yaml` then sorted
+//! `*.yml`, not recursive) or `-` for stdin. YAML anchors and aliases are rejected, `null`
+//! documents dropped; other non-mapping documents are kept (evaluation skips them).
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+use serde_json::{Map, Number, Value};
+use yaml_rust2::scanner::{Scanner, TokenType};
+
+/// Loads every manifest under `path`; the error is a one-line message naming the file.
+pub(crate) fn load(path: &Path) -> Result<Vec<Value>, String> {
+    if path == Path::new("-") {
+        let mut text = String::new();
+        std::io::stdin()
+            .read_to_string(&mut text)
+            .map_err(|error| format!("cannot read manifests from stdin: {error}"))?;
+        return parse_document(&text).map_err(|problem| format!("stdin: {problem}"));
+    }
+    let files = if path.is_dir() {
+        directory_files(path)?
+    } else if path.is_file() {
+        vec![path.to_path_buf()]
+    } else {
+        return Err(format!("Path not found: {}", path.display()));
+    };
+    let mut manifests = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file)
+            .map_err(|error| format!("cannot read manifest file {}: {error}", file.display()))?;
+        let documents = parse_document(&text).map_err(|problem| {
+            format!(
+                "manifest file {} is not valid YAML: {problem}",
+                file.display()
+            )
+        })?;
+        manifests.extend(documents);
+    }
+    Ok(manifests)
+}
+
+/// Sorted `*.yaml` files, then sorted `*.yml` files, of a directory.
+fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
+    let entries = std::fs::read_dir(dir)
+        .map_err(|error| format!("cannot read directory {}: {error}", dir.display()))?;
+    let mut yaml = Vec::new();
+    let mut yml = Vec::new();
+    for entry in entries {
+        let entry =
+            entry.map_err(|error| format!("cannot read directory {}: {error}", dir.display()))?;
+        let path = entry.path();
+        if !path.is_file() {
+            continue;
+        }
+        match path.extension().and_then(|e| e.to_str()) {
+            Some("yaml") => yaml.push(path),
+            Some("yml") => yml.push(path),
+            _ => {}
+        }
+    }
+    yaml.sort();
+    yml.sort();
+    yaml.extend(yml);
+    Ok(yaml)
+}
+
+/// Parses every YAML document of `text` into JSON values, rejecting anchors and aliases and
+/// dropping `null` documents.
+pub(crate) fn parse_document(text: &str) -> Result<Vec<Value>, String> {
+    reject_anchors_and_aliases(text)?;
+    let mut documents = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(text) {
+        let value = serde_yaml::Value::deserialize(document).map_err(|e| e.to_string())?;
+        let value = to_json(value)?;
+        if !value.is_null() {
+            documents.push(value);
+        }
+    }
+    Ok(documents)
+}
+
+/// The security policy of the reference's loader: no YAML anchors (`&a`) or aliases (`*a`).
+fn reject_anchors_and_aliases(text: &str) -> Result<(), String> {
+    let mut scanner = Scanner::new(text.chars());
+    for token in scanner.by_ref() {
+        let line = token.0.line();
+        match token.1 {
+            TokenType::Alias(name) => {
+                return Err(format!(
+                    "YAML aliases are not allowed (security policy: yaml_allow_aliases=false), found alias *{name} on line {line}"
+                ));
+            }
+            TokenType::Anchor(name) => {
+                return Err(format!(
+                    "YAML anchors are not allowed (security policy: yaml_allow_aliases=false), found anchor &{name} on line {line}"
+                ));
+            }
+            _ => {}
+        }
+    }
+    // Scanner errors are reported by the full parse that follows.
+    Ok(())
+}
+
+/// Converts a YAML value to JSON: scalar keys become their string form, tags are dropped.
+fn to_json(value: serde_yaml::Value) -> Result<Value, String> {
+    use serde_yaml::Value as Y;
+    Ok(match value {
+        Y::Null => Value::Null,
+        Y::Bool(b) => Value::Bool(b),
+        Y::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                Value::from(u)
+            } else {
+                let f = n.as_f64().unwrap_or(f64::NAN);
+                Value::Number(
+                    Number::from_f64(f)
+                        .ok_or_else(|| format!("unsupported non-finite number {f}"))?,
+                )
+            }
+        }
+        Y::String(s) => Value::String(s),
+        Y::Sequence(items) => {
+            Value::Array(items.into_iter().map(to_json).collect::<Result<_, _>>()?)
+        }
+        Y::Mapping(mapping) => {
+            let mut map = Map::new();
+            for (key, item) in mapping {
+                let key = match key {
+                    Y::String(s) => s,
+                    Y::Null => "None".to_owned(),
+                    Y::Bool(true) => "True".to_owned(),
+                    Y::Bool(false) => "False".to_owned(),
+                    Y::Number(n) => n.to_string(),
+                    other => return Err(format!("unsupported mapping key {other:?}")),
+                };
+                map.insert(key, to_json(item)?);
+            }
+            Value::Object(map)
+        }
+        Y::Tagged(tagged) => to_json(tagged.value)?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn documents_are_parsed_and_nulls_dropped() {
+        let docs = parse_document("kind: Job\n---\n---\n- a\n").unwrap();
+        assert_eq!(
+            docs,
+            vec![serde_json::json!({"kind": "Job"}), serde_json::json!(["a"])]
+        );
+    }
+
+    #[test]
+    fn anchors_and_aliases_are_rejected() {
+        let error = parse_document("a: &x 1\nb: *x\n").unwrap_err();
+        assert!(error.contains("anchors are not allowed"), "{error}");
+        let error = parse_document("b: *x\n").unwrap_err();
+        assert!(error.contains("aliases are not allowed"), "{error}");
+        // `&` and `*` inside scalars are fine.
+        assert!(parse_document("cmd: a && b * c\nq: '*x'\n").is_ok());
+    }
+}

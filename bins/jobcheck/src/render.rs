@@ -1,0 +1,243 @@
+//! The check outcome as the reference's payload (`regions`, `unreadable`, `verdicts`,
+//! `policy_drift`, `ecr_augmentation`) and its table / JSON / YAML renderings
+//! (`gco-admission.md` §4.2). Source-agnostic: works from any `Vec<RegionPolicy>`.
+
+use std::fmt::Write as _;
+
+use admission_core::{
+    PolicyDrift, RegionMap, RegionPolicy, RegionVerdict, Verdict, all_policy_drift,
+    attach_enforcement_warnings, ecr_augmentation, py_str, region_verdicts,
+};
+use anyhow::Context;
+use serde::Serialize;
+use serde_json::Value;
+
+/// The JSON/YAML payload of `jobcheck check`.
+#[derive(Debug, Serialize)]
+pub(crate) struct CheckReport {
+    /// The regions in the order requested.
+    pub(crate) regions: Vec<String>,
+    /// Why each unreadable region could not be read.
+    pub(crate) unreadable: RegionMap<String>,
+    /// One verdict per region (empty without manifests).
+    pub(crate) verdicts: Vec<RegionVerdict>,
+    /// Generic drift, then registry drift.
+    pub(crate) policy_drift: Vec<PolicyDrift>,
+    /// ECR hostnames per readable region.
+    pub(crate) ecr_augmentation: RegionMap<Vec<String>>,
+}
+
+/// Judges `manifests` (already pre-filled) against `policies` and compares the policies. Each
+/// readable region's verdict carries the advisory LimitRange / ResourceQuota warnings; with
+/// `strict_enforcement` they count as issues.
+pub(crate) fn judge(
+    manifests: &[Value],
+    policies: &[RegionPolicy],
+    strict_enforcement: bool,
+) -> anyhow::Result<CheckReport> {
+    let verdicts = if manifests.is_empty() {
+        Vec::new()
+    } else {
+        let mut verdicts =
+            region_verdicts(manifests, policies).context("cannot evaluate the manifests")?;
+        attach_enforcement_warnings(&mut verdicts, manifests, policies, strict_enforcement);
+        verdicts
+    };
+    let policy_drift = all_policy_drift(policies).context("cannot compare the region policies")?;
+    let ecr_augmentation =
+        ecr_augmentation(policies).context("cannot compare the region policies")?;
+    let mut unreadable = RegionMap::new();
+    for entry in policies.iter().filter(|p| !p.is_ok()) {
+        unreadable.insert(
+            entry.region.clone(),
+            entry.reason.clone().unwrap_or_else(|| "unknown".to_owned()),
+        );
+    }
+    Ok(CheckReport {
+        regions: policies.iter().map(|p| p.region.clone()).collect(),
+        unreadable,
+        verdicts,
+        policy_drift,
+        ecr_augmentation,
+    })
+}
+
+/// `json.dumps(payload, indent=2)` equivalent, with a trailing newline.
+pub(crate) fn json(report: &CheckReport) -> anyhow::Result<String> {
+    let mut text = serde_json::to_string_pretty(report).context("cannot render JSON")?;
+    text.push('\n');
+    Ok(text)
+}
+
+/// The payload as YAML (keys in payload order).
+pub(crate) fn yaml(report: &CheckReport) -> anyhow::Result<String> {
+    serde_yaml::to_string(report).context("cannot render YAML")
+}
+
+const RULE: &str = "  ------------------------------------------------------------";
+
+/// The reference's table layout.
+pub(crate) fn table(report: &CheckReport, policies: &[RegionPolicy]) -> String {
+    let mut out = String::new();
+    if !report.verdicts.is_empty() {
+        let _ = writeln!(
+            out,
+            "\n  Admissibility — {} region(s)",
+            report.verdicts.len()
+        );
+        out.push_str(RULE);
+        out.push('\n');
+        render_verdicts(&mut out, &report.verdicts, "  ");
+    }
+    let _ = writeln!(
+        out,
+        "\n  Cross-region policy agreement — {} region(s) read",
+        policies.len()
+    );
+    out.push_str(RULE);
+    out.push('\n');
+    let readable: Vec<&str> = policies
+        .iter()
+        .filter(|p| p.is_ok())
+        .map(|p| p.region.as_str())
+        .collect();
+    if readable.len() < 2 {
+        out.push_str("    only one region readable; nothing to compare\n");
+    } else if report.policy_drift.is_empty() {
+        let _ = writeln!(out, "    identical across {}", readable.join(", "));
+    } else {
+        out.push_str("    these fields differ, which means a region is running a\n");
+        out.push_str("    different deployment of cdk.json than the others:\n");
+        for item in &report.policy_drift {
+            let _ = writeln!(out, "      {}:", item.field);
+            let mut values: Vec<(&str, &Value)> = item.values.iter().collect();
+            values.sort_by(|a, b| a.0.cmp(b.0));
+            for (region, value) in values {
+                let _ = writeln!(out, "        {region}: {}", py_str(value));
+            }
+        }
+    }
+    let mut added: Vec<(&str, &Vec<String>)> = report
+        .ecr_augmentation
+        .iter()
+        .filter(|(_, hosts)| !hosts.is_empty())
+        .collect();
+    if !added.is_empty() {
+        added.sort_by(|a, b| a.0.cmp(b.0));
+        out.push_str("\n  ECR hostnames CDK added at synth time (absent from cdk.json)\n");
+        out.push_str(RULE);
+        out.push('\n');
+        for (region, hosts) in added {
+            for host in hosts {
+                let _ = writeln!(out, "    {region}: {host}");
+            }
+        }
+    }
+    out.push('\n');
+    out
+}
+
+/// `    [warning: ][Kind/name ][check] message` ("Kind/name " omitted without a label).
+fn finding_line(
+    out: &mut String,
+    indent: &str,
+    prefix: &str,
+    manifest: Option<&str>,
+    check: impl std::fmt::Display,
+    message: &str,
+) {
+    let place = manifest.map(|m| format!("{m} ")).unwrap_or_default();
+    let _ = writeln!(out, "{indent}    {prefix}{place}[{check}] {message}");
+}
+
+/// One line per region plus its reasons (`[admit ]`, `[REJECT]`, `[  ?   ]`).
+pub(crate) fn render_verdicts(out: &mut String, verdicts: &[RegionVerdict], indent: &str) {
+    for verdict in verdicts {
+        let mark = match verdict.verdict {
+            Verdict::Admit => "admit ",
+            Verdict::Reject => "REJECT",
+            Verdict::Unknown => "  ?   ",
+        };
+        let _ = writeln!(out, "{indent}[{mark}] {}", verdict.region);
+        if verdict.verdict == Verdict::Unknown {
+            let reason = verdict.reason.as_deref().unwrap_or("None");
+            let _ = writeln!(out, "{indent}    policy unreadable: {reason}");
+            continue;
+        }
+        for issue in &verdict.issues {
+            let manifest = issue.manifest.as_deref();
+            finding_line(out, indent, "", manifest, issue.check, &issue.message);
+        }
+        for warning in &verdict.warnings {
+            let manifest = warning.manifest.as_deref();
+            finding_line(
+                out,
+                indent,
+                "warning: ",
+                manifest,
+                warning.check,
+                &warning.message,
+            );
+        }
+        if !verdict.enforcement_gaps.is_empty() {
+            let _ = writeln!(
+                out,
+                "{indent}    note: live quota/LimitRange unreadable for {} — only the front-door caps were checked",
+                verdict.enforcement_gaps.join(", ")
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use admission_core::{AdmissionIssue, Check};
+
+    #[test]
+    fn verdict_lines_match_the_reference_layout() {
+        let verdicts = vec![
+            RegionVerdict {
+                region: "a".into(),
+                verdict: Verdict::Admit,
+                issues: vec![],
+                reason: None,
+                enforcement_gaps: vec![],
+                warnings: vec![],
+            },
+            RegionVerdict {
+                region: "b".into(),
+                verdict: Verdict::Reject,
+                issues: vec![
+                    AdmissionIssue {
+                        check: Check::Images,
+                        message: "registry is not trusted".into(),
+                        manifest: Some("Job/trainer".into()),
+                    },
+                    AdmissionIssue {
+                        check: Check::ResourceCaps,
+                        message: "GPU cap exceeded".into(),
+                        manifest: None,
+                    },
+                ],
+                reason: None,
+                enforcement_gaps: vec!["ml".into(), "gco-jobs".into()],
+                warnings: vec![],
+            },
+            RegionVerdict {
+                region: "c".into(),
+                verdict: Verdict::Unknown,
+                issues: vec![],
+                reason: Some("regional bridge unavailable".into()),
+                enforcement_gaps: vec![],
+                warnings: vec![],
+            },
+        ];
+        let mut out = String::new();
+        render_verdicts(&mut out, &verdicts, "> ");
+        assert_eq!(
+            out,
+            "> [admit ] a\n> [REJECT] b\n>     Job/trainer [images] registry is not trusted\n>     [resource_caps] GPU cap exceeded\n>     note: live quota/LimitRange unreadable for ml, gco-jobs — only the front-door caps were checked\n> [  ?   ] c\n>     policy unreadable: regional bridge unavailable\n"
+        );
+    }
+}

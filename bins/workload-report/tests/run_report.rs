@@ -1,0 +1,768 @@
+//! End-to-end tests of `workload-report run` and `routes` through the binary, against loopback
+//! fakes: the Kubernetes API (cluster-projection's fake), Slack and Loki capture servers.
+//!
+//! The cluster is the demo snapshot (`fixtures/demo/cluster`), served by the fake API server or
+//! read as a snapshot. Every run gets an explicit environment (no inherited variables).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::Value;
+use test_support::kube_api::{FakeApiServer, Fault, Scenario};
+use test_support::loki::LokiServer;
+use test_support::slack::{SinkReply, SlackServer};
+
+const TEAMS: [&str; 3] = ["infra", "payments", "raster"];
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn demo_dir() -> PathBuf {
+    root().join("fixtures/demo")
+}
+
+/// Every object of the demo snapshot.
+fn demo_objects() -> Vec<Value> {
+    let mut files: Vec<PathBuf> = Vec::new();
+    let mut dirs = vec![demo_dir().join("cluster")];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                dirs.push(path);
+            } else {
+                files.push(path);
+            }
+        }
+    }
+    files.sort();
+    let mut objects = Vec::new();
+    for file in files {
+        let text = std::fs::read_to_string(&file).unwrap();
+        for doc in serde_yaml::Deserializer::from_str(&text) {
+            let value: Value = serde::Deserialize::deserialize(doc).unwrap();
+            if !value.is_null() {
+                objects.push(value);
+            }
+        }
+    }
+    objects
+}
+
+/// The demo cluster as the fake API server serves it.
+fn demo_scenario() -> Scenario {
+    scenario_of(demo_objects())
+}
+
+/// `objects` as the fake API server serves them.
+fn scenario_of(objects: Vec<Value>) -> Scenario {
+    let mut lists: BTreeMap<String, (String, String, Vec<Value>)> = BTreeMap::new();
+    let mut scenario = Scenario::new();
+    for object in objects {
+        let kind = object["kind"].as_str().unwrap().to_string();
+        let api_version = object["apiVersion"].as_str().unwrap().to_string();
+        let path = match kind.as_str() {
+            "ConstraintTemplate" => {
+                let name = object["metadata"]["name"].as_str().unwrap();
+                scenario = scenario.with_object(
+                    &format!("/apis/{api_version}/constrainttemplates/{name}"),
+                    object.clone(),
+                );
+                continue;
+            }
+            "Namespace" => "/api/v1/namespaces".to_string(),
+            "Deployment" => "/apis/apps/v1/deployments".to_string(),
+            "StatefulSet" => "/apis/apps/v1/statefulsets".to_string(),
+            other => format!("/apis/{api_version}/{}", other.to_ascii_lowercase()),
+        };
+        lists
+            .entry(path)
+            .or_insert_with(|| (format!("{kind}List"), api_version.clone(), Vec::new()))
+            .2
+            .push(object);
+    }
+    for (path, (kind, api_version, items)) in lists {
+        scenario = scenario.with_list(&path, &kind, &api_version, items);
+    }
+    scenario
+}
+
+/// The demo config pointed at `loki`, with short timeouts.
+fn write_config(dir: &Path, loki: Option<&str>, extra: &str) -> PathBuf {
+    let mut text = std::fs::read_to_string(demo_dir().join("config.yaml")).unwrap();
+    text = text.replace("loki:\n  job: gatekeeper-workload-report\n", "");
+    if let Some(url) = loki {
+        text.push_str(&format!(
+            "loki:\n  url: {url}\n  job: gatekeeper-workload-report\n  tenant: demo\n"
+        ));
+    }
+    text.push_str("timeouts:\n  api: 2s\n  post: 2s\n  engine: 60s\n");
+    text.push_str(extra);
+    let path = dir.join("config.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+struct Outcome {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Outcome {
+    fn run_line(&self) -> Value {
+        let line = self
+            .stdout
+            .lines()
+            .rev()
+            .find(|l| l.starts_with('{'))
+            .expect("a run line on stdout");
+        serde_json::from_str(line).unwrap()
+    }
+}
+
+fn run(args: &[&str], env: &[(String, String)]) -> Outcome {
+    let output = Command::new(env!("CARGO_BIN_EXE_workload-report"))
+        .args(args)
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
+        .current_dir(root())
+        .output()
+        .unwrap();
+    Outcome {
+        code: output.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn hooks(slack: &SlackServer, teams: &[&str]) -> Vec<(String, String)> {
+    teams
+        .iter()
+        .map(|t| {
+            (
+                format!("{}_WEBHOOK", t.to_ascii_uppercase()),
+                slack.webhook_url(t),
+            )
+        })
+        .collect()
+}
+
+/// A live run against the fake API server with the given faults.
+struct Live {
+    api: FakeApiServer,
+    slack: SlackServer,
+    loki: LokiServer,
+    dir: tempfile::TempDir,
+}
+
+impl Live {
+    fn start() -> Live {
+        Live::with_scenario(demo_scenario())
+    }
+
+    fn with_scenario(scenario: Scenario) -> Live {
+        Live {
+            api: FakeApiServer::start(scenario),
+            slack: SlackServer::start(),
+            loki: LokiServer::start(),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    fn run(&self, extra_config: &str, extra_args: &[&str], env: &[(String, String)]) -> Outcome {
+        let config = write_config(self.dir.path(), Some(&self.loki.url()), extra_config);
+        let kubeconfig = self.api.write_kubeconfig(self.dir.path());
+        let mut args = vec![
+            "run".to_string(),
+            "--config".into(),
+            config.display().to_string(),
+            "--kubeconfig".into(),
+            kubeconfig.display().to_string(),
+            "--context".into(),
+            "fake".into(),
+        ];
+        args.extend(extra_args.iter().map(|s| s.to_string()));
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        run(&args, env)
+    }
+
+    fn all_hooks(&self) -> Vec<(String, String)> {
+        hooks(&self.slack, &TEAMS)
+    }
+
+    /// Every byte any party saw from the run: stdout, stderr, Slack bodies, Loki bodies.
+    fn everything(&self, outcome: &Outcome) -> String {
+        let mut text = format!("{}\n{}\n", outcome.stdout, outcome.stderr);
+        for request in self.slack.requests() {
+            text.push_str(&String::from_utf8_lossy(&request.body));
+        }
+        for push in self.loki.pushes() {
+            text.push_str(&push);
+        }
+        text
+    }
+}
+
+/// Replaces the run id and timestamps, which come from the clock.
+fn normalize(text: &str) -> String {
+    let id = regex_like_run_id(text);
+    let mut out = text.to_string();
+    if let Some(id) = id {
+        out = out.replace(&id, "<RUN_ID>");
+    }
+    let mut result = String::new();
+    for line in out.lines() {
+        let mut line = line.to_string();
+        for key in ["\"startedAt\":\"", "\"finishedAt\":\""] {
+            if let Some(start) = line.find(key) {
+                let from = start + key.len();
+                if let Some(len) = line[from..].find('"') {
+                    line.replace_range(from..from + len, "<TIME>");
+                }
+            }
+        }
+        result.push_str(&line);
+        result.push('\n');
+    }
+    result
+}
+
+fn regex_like_run_id(text: &str) -> Option<String> {
+    let start = text.find("\"runId\":\"")? + "\"runId\":\"".len();
+    let len = text[start..].find('"')?;
+    Some(text[start..start + len].to_string())
+}
+
+#[test]
+fn demo_snapshot_dry_run_prints_every_digest() {
+    let slack = SlackServer::start();
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let outcome = run(
+        &[
+            "run",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--snapshot",
+            "fixtures/demo/cluster",
+            "--dry-run",
+            "--out",
+            out_dir.to_str().unwrap(),
+        ],
+        &hooks(&slack, &TEAMS),
+    );
+    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+    assert!(slack.requests().is_empty(), "a dry run posts nothing");
+    insta::assert_snapshot!("demo_dry_run_stdout", normalize(&outcome.stdout));
+    let run_line = outcome.run_line();
+    assert_eq!(run_line["status"], "ok");
+    assert_eq!(run_line["dryRun"], true);
+    assert_eq!(run_line["auditCheck"]["K8sReplicaLimits"], "skipped");
+    assert!(
+        outcome
+            .stderr
+            .contains("skipped K8sReplicaLimits replica-bounds"),
+        "{}",
+        outcome.stderr
+    );
+    for file in [
+        "run.json",
+        "loki.json",
+        "slack/infra.json",
+        "slack/payments.json",
+        "slack/raster.json",
+    ] {
+        assert!(out_dir.join(file).is_file(), "--out misses {file}");
+    }
+    assert!(!out_dir.join("slack/silenced.json").exists());
+    let loki: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("loki.json")).unwrap()).unwrap();
+    let types: Vec<&str> = loki["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["stream"]["type"].as_str().unwrap())
+        .collect();
+    for kind in ["run", "summary", "team_total", "violation"] {
+        assert!(types.contains(&kind), "no {kind} stream in {types:?}");
+    }
+    let payments = std::fs::read_to_string(out_dir.join("slack/payments.json")).unwrap();
+    insta::assert_snapshot!(
+        "demo_payments_digest",
+        normalize_digest(&payments, &run_line)
+    );
+}
+
+fn normalize_digest(text: &str, run_line: &Value) -> String {
+    text.replace(run_line["runId"].as_str().unwrap(), "<RUN_ID>")
+}
+
+#[test]
+fn demo_without_webhooks_is_partial_even_in_a_dry_run() {
+    let outcome = run(
+        &[
+            "run",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--snapshot",
+            "fixtures/demo/cluster",
+            "--dry-run",
+        ],
+        &[],
+    );
+    assert_eq!(outcome.code, 1);
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "partial");
+    assert_eq!(
+        line["failed"],
+        serde_json::json!(["infra", "payments", "raster"])
+    );
+    assert!(
+        line["reason"]
+            .as_str()
+            .unwrap()
+            .contains("PAYMENTS_WEBHOOK is not set")
+    );
+}
+
+#[test]
+fn live_ok_run_posts_digests_and_pushes_loki() {
+    let live = Live::start();
+    let out_dir = live.dir.path().join("out");
+    let snapshot = live.dir.path().join("saved.tar.gz");
+    let outcome = live.run(
+        "",
+        &[
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--save-snapshot",
+            snapshot.to_str().unwrap(),
+            "-o",
+            "json",
+        ],
+        &live.all_hooks(),
+    );
+    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+    let document: Value = serde_json::from_str(&outcome.stdout).unwrap();
+    assert_eq!(document["run"]["status"], "ok");
+    assert_eq!(
+        document["run"]["posted"],
+        serde_json::json!(["infra", "payments", "raster"])
+    );
+    assert_eq!(
+        live.slack.teams_posted(),
+        ["infra", "payments", "raster"],
+        "silenced is never posted"
+    );
+    let pushes = live.loki.pushes();
+    assert_eq!(pushes.len(), 1);
+    let push: Value = serde_json::from_str(&pushes[0]).unwrap();
+    assert!(
+        push["streams"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|s| s["stream"]["team"] == "silenced" && s["stream"]["type"] == "violation"),
+        "silenced is counted and pushed"
+    );
+    let request = &live.loki.requests()[0];
+    assert_eq!(request.header("x-scope-orgid"), Some("demo"));
+    let sent = live.slack.posts("payments").remove(0);
+    let written = std::fs::read_to_string(out_dir.join("slack/payments.json")).unwrap();
+    assert_eq!(
+        serde_json::from_str::<Value>(&sent).unwrap(),
+        serde_json::from_str::<Value>(&written).unwrap(),
+        "--out writes exactly what was sent"
+    );
+    assert!(snapshot.is_file());
+    // the saved snapshot replays to the same counts
+    let replay = run(
+        &[
+            "run",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--snapshot",
+            snapshot.to_str().unwrap(),
+            "--dry-run",
+            "-o",
+            "json",
+        ],
+        &hooks(&live.slack, &TEAMS),
+    );
+    let replayed: Value = serde_json::from_str(&replay.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}\n{}", replay.stdout, replay.stderr));
+    assert_eq!(replayed["run"]["status"], "ok", "{}", replay.stderr);
+    assert_eq!(
+        replayed["digests"]["raster"]["text"]
+            .as_str()
+            .map(|t| t.lines().count()),
+        document["digests"]["raster"]["text"]
+            .as_str()
+            .map(|t| t.lines().count())
+    );
+    assert_eq!(replayed["run"]["auditCheck"], document["run"]["auditCheck"]);
+}
+
+#[test]
+fn live_api_failures_skip_the_run() {
+    let cases: [(&str, Fault, &str); 4] = [
+        ("/apis/apps/v1/deployments", Fault::Status(403), "HTTP 403"),
+        ("/apis/apps/v1/statefulsets", Fault::Status(500), "HTTP 500"),
+        ("/api/v1/namespaces", Fault::NotJson, "not valid JSON"),
+        (
+            "/apis/apps/v1/deployments",
+            Fault::Delay(Duration::from_secs(5)),
+            "no complete response",
+        ),
+    ];
+    for (path, fault, reason) in cases {
+        let live = Live::start();
+        live.api.inject(path, fault.clone());
+        let outcome = live.run("", &[], &live.all_hooks());
+        assert_eq!(outcome.code, 1, "{fault:?}: {}", outcome.stderr);
+        let line = outcome.run_line();
+        assert_eq!(line["status"], "skipped", "{fault:?}");
+        assert!(
+            line["reason"].as_str().unwrap().contains(reason),
+            "{fault:?}: {}",
+            line["reason"]
+        );
+        assert_eq!(line["auditCheck"]["K8sRequiredLabels"], "skipped");
+        assert_eq!(
+            live.slack.teams_posted(),
+            ["infra"],
+            "{fault:?}: only the problems message"
+        );
+        let pushes = live.loki.pushes();
+        assert_eq!(
+            pushes.len(),
+            1,
+            "{fault:?}: the run line still reaches Loki"
+        );
+        assert!(!pushes[0].contains("\"type\":\"violation\""));
+    }
+}
+
+#[test]
+fn live_list_expired_410_keeps_its_own_reason() {
+    let mut many: Vec<Value> = Vec::new();
+    for i in 0..501 {
+        many.push(serde_json::json!({
+            "apiVersion": "apps/v1", "kind": "Deployment",
+            "metadata": {"name": format!("d{i:03}"), "namespace": "payments-dev"},
+            "spec": {"replicas": 2, "template": {"spec": {"containers": []}}}
+        }));
+    }
+    let scenario = demo_scenario().with_list(
+        "/apis/apps/v1/deployments",
+        "DeploymentList",
+        "apps/v1",
+        many,
+    );
+    let live = Live::with_scenario(scenario);
+    live.api
+        .inject("/apis/apps/v1/deployments", Fault::ExpireOnContinue);
+    let outcome = live.run("", &[], &live.all_hooks());
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "skipped");
+    assert!(
+        line["reason"].as_str().unwrap().contains("410 Gone"),
+        "{}",
+        line["reason"]
+    );
+}
+
+#[test]
+fn live_missing_constraint_kind_skips_the_run() {
+    let live = Live::start();
+    let outcome = live.run("", &[], &live.all_hooks());
+    assert_eq!(outcome.code, 0);
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), Some(&live.loki.url()), "");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "  - K8sReplicaLimits\n",
+        "  - K8sReplicaLimits\n  - K8sAllowedRepos\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let kubeconfig = live.api.write_kubeconfig(dir.path());
+    let outcome = run(
+        &[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--context",
+            "fake",
+        ],
+        &live.all_hooks(),
+    );
+    assert_eq!(outcome.code, 1);
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "skipped");
+    assert!(
+        line["reason"].as_str().unwrap().contains("k8sallowedrepos"),
+        "{}",
+        line["reason"]
+    );
+}
+
+#[test]
+fn live_slack_failures_are_partial_and_never_leak_the_webhook() {
+    let cases = [
+        (SinkReply::Status(500), "HTTP 500"),
+        (SinkReply::Hang, "no answer within 2s"),
+        (SinkReply::Redirect, "HTTP 302"),
+        (SinkReply::EchoPath(404), "HTTP 404"),
+    ];
+    for (reply, reason) in cases {
+        let live = Live::start();
+        live.slack.reply("raster", vec![reply.clone()]);
+        let outcome = live.run("", &[], &live.all_hooks());
+        assert_eq!(outcome.code, 1, "{reply:?}");
+        let line = outcome.run_line();
+        assert_eq!(line["status"], "partial", "{reply:?}");
+        assert_eq!(line["failed"], serde_json::json!(["raster"]), "{reply:?}");
+        let why = line["reason"].as_str().unwrap();
+        assert!(
+            why.contains("team raster: slack post failed") && why.contains(reason),
+            "{reply:?}: {why}"
+        );
+        assert_eq!(
+            live.slack.posts("infra").len(),
+            2,
+            "{reply:?}: the digest and the problems message"
+        );
+        let all = live.everything(&outcome);
+        let path = SlackServer::webhook_path("raster");
+        assert!(!all.contains(&path), "{reply:?}: webhook path leaked");
+        assert!(
+            !all.contains(path.trim_start_matches('/')),
+            "{reply:?}: webhook path leaked"
+        );
+        assert!(!all.contains("sEcReT"), "{reply:?}: webhook token leaked");
+    }
+}
+
+#[test]
+fn live_loki_failures_are_partial() {
+    let cases = [
+        (SinkReply::Status(400), "HTTP 400"),
+        (
+            SinkReply::RateLimited {
+                retry_after_secs: 1,
+            },
+            "HTTP 429",
+        ),
+        (SinkReply::Redirect, "HTTP 302"),
+    ];
+    for (reply, reason) in cases {
+        let live = Live::start();
+        live.loki.reply(vec![reply.clone()]);
+        let outcome = live.run("", &[], &live.all_hooks());
+        assert_eq!(outcome.code, 1, "{reply:?}");
+        let line = outcome.run_line();
+        assert_eq!(line["status"], "partial", "{reply:?}");
+        let why = line["reason"].as_str().unwrap();
+        assert!(
+            why.starts_with("loki push failed: ") && why.contains(reason),
+            "{reply:?}: {why}"
+        );
+        assert!(
+            live.slack
+                .posts("infra")
+                .last()
+                .unwrap()
+                .contains("loki push failed")
+        );
+    }
+}
+
+#[test]
+fn live_dry_run_from_the_env_alone_posts_nothing() {
+    let live = Live::start();
+    let mut env = live.all_hooks();
+    env.push(("DRY_RUN".into(), "true".into()));
+    let outcome = live.run("", &[], &env);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert!(live.slack.requests().is_empty());
+    assert_eq!(live.loki.pushes().len(), 1);
+    assert_eq!(outcome.run_line()["dryRun"], true);
+}
+
+#[test]
+fn engine_failure_skips_the_run() {
+    let live = Live::start();
+    let gator = live.dir.path().join("gator");
+    std::fs::write(&gator, "#!/bin/sh\necho 'gator exploded' >&2\nexit 3\n").unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&gator, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let work = live.dir.path().join("work");
+    let outcome = live.run(
+        "",
+        &[
+            "--engine",
+            "gator",
+            "--gator",
+            gator.to_str().unwrap(),
+            "--work",
+            work.to_str().unwrap(),
+        ],
+        &live.all_hooks(),
+    );
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "skipped");
+    assert_eq!(line["engine"], "gator");
+    assert!(
+        line["reason"].as_str().unwrap().contains("gator"),
+        "{}",
+        line["reason"]
+    );
+}
+
+#[test]
+fn foreign_files_in_the_work_dir_skip_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join("in")).unwrap();
+    std::fs::write(work.join("in/stale.yaml"), "kind: Pod\n").unwrap();
+    let slack = SlackServer::start();
+    let outcome = run(
+        &[
+            "run",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--snapshot",
+            "fixtures/demo/cluster",
+            "--work",
+            work.to_str().unwrap(),
+        ],
+        &hooks(&slack, &TEAMS),
+    );
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "skipped");
+    assert!(
+        line["reason"].as_str().unwrap().contains("stale.yaml"),
+        "{}",
+        line["reason"]
+    );
+}
+
+#[test]
+fn config_errors_exit_2_and_name_the_key() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), None, "maxNamesPerRule: 0\n");
+    let outcome = run(
+        &[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--snapshot",
+            "fixtures/demo/cluster",
+        ],
+        &[],
+    );
+    assert_eq!(outcome.code, 2);
+    assert!(
+        outcome.stderr.contains("maxNamesPerRule"),
+        "{}",
+        outcome.stderr
+    );
+    let outcome = run(
+        &[
+            "run",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--snapshot",
+            "x",
+            "--bogus",
+        ],
+        &[],
+    );
+    assert_eq!(outcome.code, 2);
+}
+
+#[test]
+fn routes_explains_namespaces() {
+    let outcome = run(
+        &[
+            "routes",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "raster-dev",
+            "raster-dev2",
+            "kube-system",
+            "payments-prod",
+        ],
+        &[],
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    insta::assert_snapshot!("routes_demo", outcome.stdout);
+}
+
+#[test]
+fn malformed_audit_status_skips_the_run_and_pushes_the_run_line_only() {
+    let mut objects = demo_objects();
+    for object in &mut objects {
+        if object["metadata"]["name"] == "container-limits" {
+            object["status"]["totalViolations"] = serde_json::json!("seven");
+        }
+    }
+    let live = Live::with_scenario(scenario_of(objects));
+    let outcome = live.run("", &[], &live.all_hooks());
+    assert_eq!(outcome.code, 1);
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "skipped");
+    assert!(
+        line["reason"]
+            .as_str()
+            .unwrap()
+            .contains("status.totalViolations"),
+        "{}",
+        line["reason"]
+    );
+    let pushes = live.loki.pushes();
+    assert_eq!(pushes.len(), 1);
+    assert!(
+        !pushes[0].contains("\"type\":\"summary\""),
+        "only the run line"
+    );
+    assert_eq!(live.slack.teams_posted(), ["infra"]);
+}
+
+#[test]
+fn audit_mismatch_beyond_the_tolerance_is_partial_and_names_the_rule() {
+    let mut objects = demo_objects();
+    for object in &mut objects {
+        // the engine counts 7 for container-limits: 13 is 6 off, beyond max(5, 10% of 13)
+        if object["metadata"]["name"] == "container-limits" {
+            object["status"]["totalViolations"] = serde_json::json!(13);
+        }
+        // the engine counts 12 for K8sRequiredLabels, audit 15 + 2 = 17: exactly the floor 5 off
+        if object["metadata"]["name"] == "require-owner-warn" {
+            object["status"]["totalViolations"] = serde_json::json!(15);
+        }
+    }
+    let live = Live::with_scenario(scenario_of(objects));
+    let outcome = live.run("", &[], &live.all_hooks());
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "partial");
+    assert_eq!(
+        line["reason"],
+        "audit check disagrees for K8sContainerLimits: engine 7, audit 13"
+    );
+    assert_eq!(
+        line["auditCheck"]["K8sRequiredLabels"],
+        serde_json::json!({"engine": 12, "audit": 17})
+    );
+    assert_eq!(line["auditCheck"]["K8sReplicaLimits"], "skipped");
+}

@@ -1,0 +1,357 @@
+//! How to reach the cluster: in-cluster ServiceAccount credentials or a kubeconfig, turned into a
+//! `kube::Client` with finite timeouts and no silent retries.
+//!
+//! [`ClusterSource::detect`] follows what `kubectl` users expect: an explicit `--kubeconfig` or
+//! `--context` selects the kubeconfig; otherwise, inside a Pod (`KUBERNETES_SERVICE_HOST` and
+//! `KUBERNETES_SERVICE_PORT` set) the mounted ServiceAccount token and CA are used; otherwise
+//! `KUBECONFIG` / `~/.kube/config` with its current context.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+
+/// The ServiceAccount token path inside a Pod.
+pub const SERVICE_ACCOUNT_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
+/// The cluster CA path inside a Pod.
+pub const SERVICE_ACCOUNT_CA: &str = "/var/run/secrets/kubernetes.io/serviceaccount/ca.crt";
+
+/// Errors while building a client configuration. Texts never hold a token.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The in-cluster token file is missing, unreadable or empty.
+    #[error("in-cluster config: service account token {path} is missing or empty")]
+    TokenMissing {
+        /// The token path.
+        path: PathBuf,
+        /// The read error, if the file could not be read.
+        #[source]
+        source: Option<std::io::Error>,
+    },
+    /// The in-cluster CA file is missing or unreadable.
+    #[error("in-cluster config: cluster CA {path} is missing or unreadable")]
+    CaMissing {
+        /// The CA path.
+        path: PathBuf,
+        /// The read error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// The CA file holds no PEM certificate.
+    #[error("in-cluster config: cluster CA {path} holds no PEM certificate")]
+    CaInvalid {
+        /// The CA path.
+        path: PathBuf,
+    },
+    /// The API server URL does not parse.
+    #[error("invalid API server URL {url:?}")]
+    InvalidUrl {
+        /// The URL.
+        url: String,
+        /// Why.
+        #[source]
+        source: http::uri::InvalidUri,
+    },
+    /// The kubeconfig could not be read, or its context/cluster/user could not be loaded.
+    #[error("kubeconfig {location}: {source}")]
+    Kubeconfig {
+        /// Which kubeconfig (`KUBECONFIG / ~/.kube/config` or a path), and context if given.
+        location: String,
+        /// kube's reason.
+        #[source]
+        source: KubeconfigError,
+    },
+    /// kube could not build a client from the configuration (TLS setup).
+    #[error("building the Kubernetes client failed")]
+    Client(#[source] kube::Error),
+}
+
+/// In-cluster access: the API server URL and the mounted ServiceAccount files.
+///
+/// Tests build one with explicit paths ([`InClusterConfig::with_paths`]); no environment is read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct InClusterConfig {
+    /// The API server base URL, e.g. `https://10.0.0.1:443`.
+    pub server: String,
+    /// The bearer token file (re-read by kube when it rotates).
+    pub token_file: PathBuf,
+    /// The cluster CA bundle (PEM).
+    pub ca_file: PathBuf,
+}
+
+impl InClusterConfig {
+    /// In-cluster access with explicit server URL and file paths.
+    pub fn with_paths(
+        server: impl Into<String>,
+        token_file: impl Into<PathBuf>,
+        ca_file: impl Into<PathBuf>,
+    ) -> InClusterConfig {
+        InClusterConfig {
+            server: server.into(),
+            token_file: token_file.into(),
+            ca_file: ca_file.into(),
+        }
+    }
+
+    /// In-cluster access from `KUBERNETES_SERVICE_HOST` / `KUBERNETES_SERVICE_PORT` with the
+    /// standard mount paths, or `None` when not running in a Pod.
+    pub fn from_env() -> Option<InClusterConfig> {
+        Self::from_lookup(|name| std::env::var(name).ok())
+    }
+
+    /// Like [`InClusterConfig::from_env`], reading variables through `lookup`.
+    pub fn from_lookup(lookup: impl Fn(&str) -> Option<String>) -> Option<InClusterConfig> {
+        let host = lookup("KUBERNETES_SERVICE_HOST").filter(|h| !h.is_empty())?;
+        let port = lookup("KUBERNETES_SERVICE_PORT").filter(|p| !p.is_empty())?;
+        let host = if host.contains(':') && !host.starts_with('[') {
+            format!("[{host}]")
+        } else {
+            host
+        };
+        Some(InClusterConfig::with_paths(
+            format!("https://{host}:{port}"),
+            SERVICE_ACCOUNT_TOKEN,
+            SERVICE_ACCOUNT_CA,
+        ))
+    }
+
+    fn kube_config(&self) -> Result<kube::Config, ConfigError> {
+        let url = self
+            .server
+            .parse::<http::Uri>()
+            .map_err(|source| ConfigError::InvalidUrl {
+                url: self.server.clone(),
+                source,
+            })?;
+        match std::fs::read(&self.token_file) {
+            Ok(token) if !token.iter().all(u8::is_ascii_whitespace) => {}
+            Ok(_) => {
+                return Err(ConfigError::TokenMissing {
+                    path: self.token_file.clone(),
+                    source: None,
+                });
+            }
+            Err(source) => {
+                return Err(ConfigError::TokenMissing {
+                    path: self.token_file.clone(),
+                    source: Some(source),
+                });
+            }
+        }
+        let roots = read_ca(&self.ca_file)?;
+        let mut config = kube::Config::new(url);
+        config.root_cert = Some(roots);
+        config.auth_info.token_file = Some(self.token_file.display().to_string());
+        Ok(config)
+    }
+}
+
+fn read_ca(path: &Path) -> Result<Vec<Vec<u8>>, ConfigError> {
+    let pem = std::fs::read(path).map_err(|source| ConfigError::CaMissing {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let certs: Vec<Vec<u8>> = rustls_pemfile::certs(&mut pem.as_slice())
+        .filter_map(Result::ok)
+        .map(|der| der.as_ref().to_vec())
+        .collect();
+    if certs.is_empty() {
+        return Err(ConfigError::CaInvalid {
+            path: path.to_path_buf(),
+        });
+    }
+    Ok(certs)
+}
+
+/// Where the cluster is: the value the binary fills from `--kubeconfig`, `--context` and the
+/// environment.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ClusterSource {
+    /// The Pod's ServiceAccount.
+    InCluster(InClusterConfig),
+    /// A kubeconfig file.
+    Kubeconfig {
+        /// The file; `None` means `KUBECONFIG` (which may list several files) or `~/.kube/config`.
+        path: Option<PathBuf>,
+        /// The context; `None` means the file's `current-context`.
+        context: Option<String>,
+    },
+}
+
+impl ClusterSource {
+    /// Chooses the source the way `kubectl` users expect (see the module documentation).
+    pub fn detect(kubeconfig: Option<PathBuf>, context: Option<String>) -> ClusterSource {
+        Self::detect_with(kubeconfig, context, |name| std::env::var(name).ok())
+    }
+
+    /// Like [`ClusterSource::detect`], reading variables through `lookup`.
+    pub fn detect_with(
+        kubeconfig: Option<PathBuf>,
+        context: Option<String>,
+        lookup: impl Fn(&str) -> Option<String>,
+    ) -> ClusterSource {
+        if kubeconfig.is_none()
+            && context.is_none()
+            && let Some(in_cluster) = InClusterConfig::from_lookup(lookup)
+        {
+            return ClusterSource::InCluster(in_cluster);
+        }
+        ClusterSource::Kubeconfig {
+            path: kubeconfig,
+            context,
+        }
+    }
+
+    /// A short description for logs (no credentials): `in-cluster https://…` or
+    /// `kubeconfig PATH (context NAME)`.
+    pub fn describe(&self) -> String {
+        match self {
+            ClusterSource::InCluster(c) => format!("in-cluster {}", c.server),
+            ClusterSource::Kubeconfig { path, context } => {
+                let mut text = match path {
+                    Some(p) => format!("kubeconfig {}", p.display()),
+                    None => "kubeconfig KUBECONFIG / ~/.kube/config".to_string(),
+                };
+                if let Some(context) = context {
+                    text.push_str(&format!(" (context {context})"));
+                }
+                text
+            }
+        }
+    }
+
+    /// The kube configuration, with connect/read/write timeouts of `timeout` and kube's
+    /// automatic retries turned off (a failure is reported, not hidden).
+    pub async fn kube_config(&self, timeout: Duration) -> Result<kube::Config, ConfigError> {
+        let mut config = match self {
+            ClusterSource::InCluster(in_cluster) => in_cluster.kube_config()?,
+            ClusterSource::Kubeconfig { path, context } => {
+                let options = KubeConfigOptions {
+                    context: context.clone(),
+                    ..KubeConfigOptions::default()
+                };
+                let wrap = |source| ConfigError::Kubeconfig {
+                    location: self.describe(),
+                    source,
+                };
+                match path {
+                    Some(path) => {
+                        let file = Kubeconfig::read_from(path).map_err(wrap)?;
+                        kube::Config::from_custom_kubeconfig(file, &options)
+                            .await
+                            .map_err(wrap)?
+                    }
+                    None => kube::Config::from_kubeconfig(&options)
+                        .await
+                        .map_err(wrap)?,
+                }
+            }
+        };
+        config.connect_timeout = Some(timeout);
+        config.read_timeout = Some(timeout);
+        config.write_timeout = Some(timeout);
+        config.default_retry = false;
+        Ok(config)
+    }
+
+    /// A client for this source (see [`ClusterSource::kube_config`]).
+    pub async fn client(&self, timeout: Duration) -> Result<kube::Client, ConfigError> {
+        let config = self.kube_config(timeout).await?;
+        kube::Client::try_from(config).map_err(ConfigError::Client)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn env<'a>(pairs: &'a [(&'a str, &'a str)]) -> impl Fn(&str) -> Option<String> + 'a {
+        move |name| {
+            pairs
+                .iter()
+                .find(|(k, _)| *k == name)
+                .map(|(_, v)| v.to_string())
+        }
+    }
+
+    #[test]
+    fn detect_prefers_explicit_kubeconfig_then_pod_then_default_kubeconfig() {
+        let pod = [
+            ("KUBERNETES_SERVICE_HOST", "10.0.0.1"),
+            ("KUBERNETES_SERVICE_PORT", "443"),
+        ];
+        assert_eq!(
+            ClusterSource::detect_with(None, None, env(&pod)),
+            ClusterSource::InCluster(InClusterConfig::with_paths(
+                "https://10.0.0.1:443",
+                SERVICE_ACCOUNT_TOKEN,
+                SERVICE_ACCOUNT_CA
+            ))
+        );
+        assert_eq!(
+            ClusterSource::detect_with(None, Some("dev".into()), env(&pod)),
+            ClusterSource::Kubeconfig {
+                path: None,
+                context: Some("dev".into())
+            }
+        );
+        assert_eq!(
+            ClusterSource::detect_with(None, None, env(&[])),
+            ClusterSource::Kubeconfig {
+                path: None,
+                context: None
+            }
+        );
+        let v6 = [
+            ("KUBERNETES_SERVICE_HOST", "fd00::1"),
+            ("KUBERNETES_SERVICE_PORT", "6443"),
+        ];
+        let ClusterSource::InCluster(c) = ClusterSource::detect_with(None, None, env(&v6)) else {
+            panic!("expected in-cluster")
+        };
+        assert_eq!(c.server, "https://[fd00::1]:6443");
+    }
+
+    #[tokio::test]
+    async fn missing_token_or_ca_is_a_clear_error() {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let token = dir.path().join("token");
+        let ca = dir.path().join("ca.crt");
+        let source = ClusterSource::InCluster(InClusterConfig::with_paths(
+            "https://127.0.0.1:6443",
+            &token,
+            &ca,
+        ));
+        let err = source
+            .kube_config(Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ConfigError::TokenMissing { .. }));
+        assert!(err.to_string().contains("service account token"), "{err}");
+
+        std::fs::write(&token, "  \n").expect("write");
+        let err = source
+            .kube_config(Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert!(
+            matches!(err, ConfigError::TokenMissing { source: None, .. }),
+            "{err}"
+        );
+
+        std::fs::write(&token, "secret-token").expect("write");
+        let err = source
+            .kube_config(Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ConfigError::CaMissing { .. }), "{err}");
+        assert!(!err.to_string().contains("secret-token"));
+
+        std::fs::write(&ca, "not a certificate").expect("write");
+        let err = source
+            .kube_config(Duration::from_secs(1))
+            .await
+            .unwrap_err();
+        assert!(matches!(err, ConfigError::CaInvalid { .. }), "{err}");
+    }
+}

@@ -1,0 +1,608 @@
+//! Reading a live cluster through `kube`: raw requests on a [`kube::Client`] (so status codes and
+//! bodies are ours to judge), lists only through the list verb, paginated with `limit` and
+//! `continue`, each request (body included) under a finite timeout.
+//!
+//! What is read, in this order of error precedence: the Constraints of each configured kind
+//! (`constraints.gatekeeper.sh/v1beta1`, plural = lower-case kind), the ConstraintTemplate of each
+//! configured kind (GET `templates.gatekeeper.sh/v1` `constrainttemplates/<lower-case kind>`),
+//! Namespaces, then each configured workload kind. Resources are fetched concurrently; when several
+//! fail, the error reported is the first in that order.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use http::StatusCode;
+use http_body_util::BodyExt;
+use kube::api::ListParams;
+use kube::client::Body;
+use serde::Deserialize;
+use serde_json::Value;
+use tokio::sync::Semaphore;
+
+use crate::access::{ClusterSource, ConfigError};
+use crate::model::{
+    CONSTRAINTS_API_VERSION, ClusterState, Item, ModelError, ReadSpec, TEMPLATES_API_VERSION,
+    WorkloadKind, classify, normalize,
+};
+
+/// Errors while reading the cluster. Every text names the resource (and the HTTP status when one
+/// was received); none holds a credential.
+#[derive(Debug, thiserror::Error)]
+pub enum ReadError {
+    /// No client could be configured.
+    #[error("cluster access: {0}")]
+    Config(#[source] ConfigError),
+    /// A `continue` page answered 410 Gone: the list snapshot expired; not retried.
+    #[error("list expired (410 Gone) while listing {resource}")]
+    ListExpired {
+        /// The resource, e.g. `apps/v1 deployments`.
+        resource: String,
+    },
+    /// A configured Constraint kind is not a valid kind name (letters and digits only).
+    #[error("invalid constraint kind {kind:?}: expected letters and digits only")]
+    InvalidConstraintKind {
+        /// The configured value.
+        kind: String,
+    },
+    /// A configured Constraint kind is not served (its collection answered 404).
+    #[error("constraint kind {kind} is not served by the API ({resource}: HTTP 404)")]
+    ConstraintKindNotServed {
+        /// The kind, e.g. `K8sRequiredLabels`.
+        kind: String,
+        /// The resource.
+        resource: String,
+    },
+    /// The ConstraintTemplate of a configured kind does not exist.
+    #[error("constrainttemplate {name} of constraint kind {kind} not found ({resource}: HTTP 404)")]
+    TemplateNotFound {
+        /// The Constraint kind.
+        kind: String,
+        /// The template name (lower-case kind).
+        name: String,
+        /// The resource.
+        resource: String,
+    },
+    /// Any other non-success status (401, 403, 404, 5xx…).
+    #[error("{resource}: HTTP {status}{}", message_suffix(.message))]
+    Status {
+        /// The resource.
+        resource: String,
+        /// The HTTP status code.
+        status: u16,
+        /// The API's `Status.message` (or the start of the body), possibly empty.
+        message: String,
+    },
+    /// No complete response within the timeout.
+    #[error("{resource}: no complete response within {timeout:?}")]
+    Timeout {
+        /// The resource.
+        resource: String,
+        /// The timeout.
+        timeout: Duration,
+    },
+    /// The request could not be sent or no response head arrived (connection, TLS, auth setup).
+    #[error("{resource}: request failed")]
+    Transport {
+        /// The resource.
+        resource: String,
+        /// kube's error.
+        #[source]
+        source: kube::Error,
+    },
+    /// The response body broke off before its end (the connection dropped, or the JSON document
+    /// ends early).
+    #[error("{resource}: HTTP {status} response body was truncated")]
+    TruncatedBody {
+        /// The resource.
+        resource: String,
+        /// The status of the response.
+        status: u16,
+        /// Why reading stopped.
+        #[source]
+        source: Box<dyn std::error::Error + Send + Sync>,
+    },
+    /// The body is not JSON.
+    #[error("{resource}: HTTP {status} response body is not valid JSON")]
+    InvalidBody {
+        /// The resource.
+        resource: String,
+        /// The status of the response.
+        status: u16,
+        /// The parse error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// The body is JSON but not the expected shape (a list without `items`, a non-object item,
+    /// a continue token that does not advance).
+    #[error("{resource}: HTTP {status} response is not {expected}")]
+    UnexpectedBody {
+        /// The resource.
+        resource: String,
+        /// The status of the response.
+        status: u16,
+        /// What was expected.
+        expected: &'static str,
+    },
+    /// An object the API returned is malformed.
+    #[error("{resource}: malformed object")]
+    Model {
+        /// The resource.
+        resource: String,
+        /// What is wrong.
+        #[source]
+        source: ModelError,
+    },
+    /// The model as a whole is inconsistent (e.g. a duplicate).
+    #[error("inconsistent cluster state")]
+    State(#[source] ModelError),
+    /// A concurrent read task stopped abnormally.
+    #[error("{resource}: read task stopped")]
+    Task {
+        /// The resource.
+        resource: String,
+        /// Why.
+        #[source]
+        source: tokio::task::JoinError,
+    },
+    /// The blocking wrapper could not start its runtime.
+    #[error("starting the async runtime failed")]
+    Runtime(#[source] std::io::Error),
+}
+
+fn message_suffix(message: &str) -> String {
+    if message.is_empty() {
+        String::new()
+    } else {
+        format!(": {message}")
+    }
+}
+
+/// Reads what `spec` selects from the cluster `source` points at.
+pub async fn read_cluster(
+    source: &ClusterSource,
+    spec: &ReadSpec,
+) -> Result<ClusterState, ReadError> {
+    install_crypto_provider();
+    let client = source
+        .client(spec.request_timeout)
+        .await
+        .map_err(ReadError::Config)?;
+    read_with_client(&client, spec).await
+}
+
+/// [`read_cluster`] on a runtime of its own, for synchronous callers.
+pub fn read_cluster_blocking(
+    source: &ClusterSource,
+    spec: &ReadSpec,
+) -> Result<ClusterState, ReadError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .map_err(ReadError::Runtime)?;
+    runtime.block_on(read_cluster(source, spec))
+}
+
+/// Makes `ring` the process's rustls provider (kube builds its TLS config from the default
+/// provider); harmless when one is already installed.
+pub fn install_crypto_provider() {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// What one request reads.
+#[derive(Debug, Clone)]
+struct Resource {
+    /// Text for errors, e.g. `apps/v1 deployments`.
+    label: String,
+    /// The request path.
+    path: String,
+    /// apiVersion and kind to fill into items that lack them.
+    api_version: String,
+    kind: String,
+    role: Role,
+}
+
+#[derive(Debug, Clone)]
+enum Role {
+    Constraints { kind: String },
+    Template { kind: String, name: String },
+    Namespaces,
+    Workloads,
+}
+
+fn resources(spec: &ReadSpec) -> Vec<Resource> {
+    let mut out = Vec::new();
+    for kind in &spec.constraint_kinds {
+        let plural = kind.to_ascii_lowercase();
+        out.push(Resource {
+            label: format!("{CONSTRAINTS_API_VERSION} {plural}"),
+            path: format!("/apis/{CONSTRAINTS_API_VERSION}/{plural}"),
+            api_version: CONSTRAINTS_API_VERSION.into(),
+            kind: kind.clone(),
+            role: Role::Constraints { kind: kind.clone() },
+        });
+    }
+    for kind in &spec.constraint_kinds {
+        let name = kind.to_ascii_lowercase();
+        out.push(Resource {
+            label: format!("{TEMPLATES_API_VERSION} constrainttemplates/{name}"),
+            path: format!("/apis/{TEMPLATES_API_VERSION}/constrainttemplates/{name}"),
+            api_version: TEMPLATES_API_VERSION.into(),
+            kind: "ConstraintTemplate".into(),
+            role: Role::Template {
+                kind: kind.clone(),
+                name,
+            },
+        });
+    }
+    out.push(Resource {
+        label: "v1 namespaces".into(),
+        path: "/api/v1/namespaces".into(),
+        api_version: "v1".into(),
+        kind: "Namespace".into(),
+        role: Role::Namespaces,
+    });
+    let mut kinds: Vec<WorkloadKind> = spec.workload_kinds.clone();
+    kinds.sort();
+    kinds.dedup();
+    for kind in kinds {
+        out.push(Resource {
+            label: format!("{} {}", kind.api_version(), kind.plural()),
+            path: kind.collection_path(),
+            api_version: kind.api_version().into(),
+            kind: kind.kind().into(),
+            role: Role::Workloads,
+        });
+    }
+    out
+}
+
+/// Reads what `spec` selects through an existing client.
+pub async fn read_with_client(
+    client: &kube::Client,
+    spec: &ReadSpec,
+) -> Result<ClusterState, ReadError> {
+    if let Some(kind) = spec
+        .constraint_kinds
+        .iter()
+        .find(|k| k.is_empty() || !k.chars().all(|c| c.is_ascii_alphanumeric()))
+    {
+        return Err(ReadError::InvalidConstraintKind { kind: kind.clone() });
+    }
+    let parsers = Arc::new(Semaphore::new(
+        std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
+    ));
+    let mut tasks = Vec::new();
+    for resource in resources(spec) {
+        let client = client.clone();
+        let parsers = Arc::clone(&parsers);
+        let label = resource.label.clone();
+        let page_size = spec.page_size.max(1);
+        let timeout = spec.request_timeout;
+        let handle = tokio::spawn(async move {
+            match &resource.role {
+                Role::Template { .. } => {
+                    get_one(&client, &resource, timeout).await.map(|i| vec![i])
+                }
+                _ => list_all(&client, &resource, page_size, timeout, parsers).await,
+            }
+        });
+        tasks.push((label, handle));
+    }
+    let mut state = ClusterState::default();
+    let mut first_error = None;
+    for (label, handle) in tasks {
+        let result = handle.await.map_err(|source| ReadError::Task {
+            resource: label,
+            source,
+        });
+        match result.and_then(|r| r) {
+            Ok(items) => items.into_iter().for_each(|item| state.push(item)),
+            Err(error) => {
+                first_error.get_or_insert(error);
+            }
+        }
+    }
+    if let Some(error) = first_error {
+        return Err(error);
+    }
+    state.finish().map_err(ReadError::State)?;
+    Ok(state)
+}
+
+async fn get_one(
+    client: &kube::Client,
+    resource: &Resource,
+    timeout: Duration,
+) -> Result<Item, ReadError> {
+    let request = http::Request::get(resource.path.as_str())
+        .body(Vec::new())
+        .map_err(|_| ReadError::UnexpectedBody {
+            resource: resource.label.clone(),
+            status: 0,
+            expected: "a valid request path",
+        })?;
+    let (status, body) = fetch(client, request, &resource.label, timeout).await?;
+    if !status.is_success() {
+        return Err(status_error(resource, status, &body));
+    }
+    let object: Value = parse_json(resource, status, &body)?;
+    if !object.is_object() {
+        return Err(ReadError::UnexpectedBody {
+            resource: resource.label.clone(),
+            status: status.as_u16(),
+            expected: "a JSON object",
+        });
+    }
+    to_item(resource, object)
+}
+
+/// The part of a list page needed before its items are parsed: the continue token.
+#[derive(Deserialize)]
+struct PageHead {
+    #[serde(default)]
+    metadata: Option<PageMeta>,
+}
+
+#[derive(Deserialize)]
+struct PageMeta {
+    #[serde(default, rename = "continue")]
+    continue_token: Option<String>,
+}
+
+/// Lists a collection page by page. Each page's items are parsed on the blocking pool (at most
+/// `parsers` pages at once across the whole read) while the next page is fetched.
+async fn list_all(
+    client: &kube::Client,
+    resource: &Resource,
+    page_size: u32,
+    timeout: Duration,
+    parsers: Arc<Semaphore>,
+) -> Result<Vec<Item>, ReadError> {
+    let mut pending = Vec::new();
+    let mut token: Option<String> = None;
+    loop {
+        let mut params = ListParams::default().limit(page_size);
+        if let Some(token) = &token {
+            params = params.continue_token(token);
+        }
+        let request = kube::core::Request::new(resource.path.as_str())
+            .list(&params)
+            .map_err(|_| ReadError::UnexpectedBody {
+                resource: resource.label.clone(),
+                status: 0,
+                expected: "a valid request path",
+            })?;
+        let (status, body) = fetch(client, request, &resource.label, timeout).await?;
+        if !status.is_success() {
+            return Err(status_error(resource, status, &body));
+        }
+        let head: PageHead =
+            serde_json::from_slice(&body).map_err(|e| json_error(resource, status, e))?;
+        let next = head
+            .metadata
+            .and_then(|m| m.continue_token)
+            .filter(|t| !t.is_empty());
+        let permit =
+            Arc::clone(&parsers)
+                .acquire_owned()
+                .await
+                .map_err(|_| ReadError::UnexpectedBody {
+                    resource: resource.label.clone(),
+                    status: status.as_u16(),
+                    expected: "parsed (the parser pool closed)",
+                })?;
+        let page_resource = resource.clone();
+        pending.push(tokio::task::spawn_blocking(move || {
+            let result = parse_page(&page_resource, status, &body);
+            drop(permit);
+            result
+        }));
+        match next {
+            Some(next) if token.as_deref() == Some(next.as_str()) => {
+                return Err(ReadError::UnexpectedBody {
+                    resource: resource.label.clone(),
+                    status: status.as_u16(),
+                    expected: "a list page with an advancing continue token",
+                });
+            }
+            Some(next) => token = Some(next),
+            None => break,
+        }
+    }
+    let mut items = Vec::new();
+    for page in pending {
+        let page = page.await.map_err(|source| ReadError::Task {
+            resource: resource.label.clone(),
+            source,
+        })??;
+        if items.is_empty() {
+            items = page;
+        } else {
+            items.extend(page);
+        }
+    }
+    Ok(items)
+}
+
+/// Parses one list page's items into the model.
+fn parse_page(
+    resource: &Resource,
+    status: StatusCode,
+    body: &[u8],
+) -> Result<Vec<Item>, ReadError> {
+    let mut page = parse_json(resource, status, body)?;
+    let not_a_list = || ReadError::UnexpectedBody {
+        resource: resource.label.clone(),
+        status: status.as_u16(),
+        expected: "a list (an object with an items array)",
+    };
+    let page_items = match page.get_mut("items").map(Value::take) {
+        Some(Value::Array(list)) => list,
+        Some(Value::Null) => Vec::new(),
+        _ => return Err(not_a_list()),
+    };
+    drop(page);
+    let mut items = Vec::with_capacity(page_items.len());
+    for item in page_items {
+        if !item.is_object() {
+            return Err(not_a_list());
+        }
+        items.push(to_item(resource, item)?);
+    }
+    Ok(items)
+}
+
+fn to_item(resource: &Resource, object: Value) -> Result<Item, ReadError> {
+    let object = normalize(object, &resource.api_version, &resource.kind);
+    classify(object).map_err(|source| ReadError::Model {
+        resource: resource.label.clone(),
+        source,
+    })
+}
+
+/// Parses a body; a document that ends early is a truncated body, anything else invalid JSON.
+fn parse_json(resource: &Resource, status: StatusCode, body: &[u8]) -> Result<Value, ReadError> {
+    serde_json::from_slice(body).map_err(|e| json_error(resource, status, e))
+}
+
+fn json_error(resource: &Resource, status: StatusCode, source: serde_json::Error) -> ReadError {
+    if source.is_eof() {
+        ReadError::TruncatedBody {
+            resource: resource.label.clone(),
+            status: status.as_u16(),
+            source: Box::new(source),
+        }
+    } else {
+        ReadError::InvalidBody {
+            resource: resource.label.clone(),
+            status: status.as_u16(),
+            source,
+        }
+    }
+}
+
+/// Sends one request and reads the whole body, all within `timeout`.
+async fn fetch(
+    client: &kube::Client,
+    request: http::Request<Vec<u8>>,
+    label: &str,
+    timeout: Duration,
+) -> Result<(StatusCode, bytes::Bytes), ReadError> {
+    let exchange =
+        async {
+            let response = client
+                .send(request.map(Body::from))
+                .await
+                .map_err(|source| ReadError::Transport {
+                    resource: label.to_string(),
+                    source,
+                })?;
+            let status = response.status();
+            let body = response.into_body().collect().await.map_err(|source| {
+                ReadError::TruncatedBody {
+                    resource: label.to_string(),
+                    status: status.as_u16(),
+                    source: source.into(),
+                }
+            })?;
+            Ok((status, body.to_bytes()))
+        };
+    match tokio::time::timeout(timeout, exchange).await {
+        Ok(result) => result,
+        Err(_) => Err(ReadError::Timeout {
+            resource: label.to_string(),
+            timeout,
+        }),
+    }
+}
+
+fn status_error(resource: &Resource, status: StatusCode, body: &[u8]) -> ReadError {
+    let label = resource.label.clone();
+    if status == StatusCode::GONE && !matches!(resource.role, Role::Template { .. }) {
+        return ReadError::ListExpired { resource: label };
+    }
+    if status == StatusCode::NOT_FOUND {
+        match &resource.role {
+            Role::Constraints { kind } => {
+                return ReadError::ConstraintKindNotServed {
+                    kind: kind.clone(),
+                    resource: label,
+                };
+            }
+            Role::Template { kind, name } => {
+                return ReadError::TemplateNotFound {
+                    kind: kind.clone(),
+                    name: name.clone(),
+                    resource: label,
+                };
+            }
+            Role::Namespaces | Role::Workloads => {}
+        }
+    }
+    ReadError::Status {
+        resource: label,
+        status: status.as_u16(),
+        message: status_message(status, body),
+    }
+}
+
+/// The reason phrase plus the API `Status.message` (or the start of a non-Status body), on one
+/// line and at most 300 characters.
+fn status_message(status: StatusCode, body: &[u8]) -> String {
+    let reason = status.canonical_reason().unwrap_or("");
+    let detail = serde_json::from_slice::<Value>(body)
+        .ok()
+        .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))
+        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
+    let detail: String = detail
+        .chars()
+        .map(|c| if c.is_control() { ' ' } else { c })
+        .take(300)
+        .collect();
+    let detail = detail.trim();
+    match (reason.is_empty(), detail.is_empty()) {
+        (_, true) => reason.to_string(),
+        (true, false) => detail.to_string(),
+        (false, false) => format!("{reason}: {detail}"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn status_message_prefers_the_api_message() {
+        let body = br#"{"kind":"Status","message":"deployments.apps is forbidden"}"#;
+        assert_eq!(
+            status_message(StatusCode::FORBIDDEN, body),
+            "Forbidden: deployments.apps is forbidden"
+        );
+        assert_eq!(
+            status_message(StatusCode::BAD_GATEWAY, b"<html>\nbad\n</html>"),
+            "Bad Gateway: <html> bad </html>"
+        );
+        assert_eq!(
+            status_message(StatusCode::INTERNAL_SERVER_ERROR, b""),
+            "Internal Server Error"
+        );
+    }
+
+    #[test]
+    fn resources_follow_the_spec() {
+        let mut spec = ReadSpec::for_constraint_kinds(["K8sRequiredLabels"]);
+        spec.workload_kinds = vec![WorkloadKind::CronJob, WorkloadKind::Deployment];
+        let paths: Vec<String> = resources(&spec).into_iter().map(|r| r.path).collect();
+        assert_eq!(
+            paths,
+            [
+                "/apis/constraints.gatekeeper.sh/v1beta1/k8srequiredlabels",
+                "/apis/templates.gatekeeper.sh/v1/constrainttemplates/k8srequiredlabels",
+                "/api/v1/namespaces",
+                "/apis/apps/v1/deployments",
+                "/apis/batch/v1/cronjobs",
+            ]
+        );
+    }
+}

@@ -1,0 +1,334 @@
+//! The audit cross-check: this run's count per Constraint against Gatekeeper's own audit
+//! (`status.totalViolations`).
+//!
+//! An audit counts only when it is *fresh*: `status.auditTimestamp` is at least `freshAfter`
+//! after the Constraint's `metadata.creationTimestamp` (a chart upgrade recreates Constraints, and
+//! their first audits run before the templates load and read 0). Stale or unaudited Constraints
+//! are skipped and named in the log; the fresh ones of a rule are summed and compared. A rule is
+//! `"skipped"` only when none of its Constraints is fresh. Counts agree when they differ by at
+//! most `max(absolute, relative × audit)`; the boundary is agreement. The result does not depend
+//! on the order of Constraints or results.
+
+use std::collections::BTreeMap;
+
+use jiff::{SignedDuration, Timestamp};
+use report_sinks::model::AuditCheck;
+
+use crate::config::AuditConfig;
+use crate::count::Finding;
+
+/// What the cross-check needs of one Constraint.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ConstraintAudit {
+    /// The Constraint kind (the rule).
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// `metadata.creationTimestamp`; when absent the audit's freshness is not limited by it.
+    pub created_at: Option<Timestamp>,
+    /// `status.auditTimestamp` (start of the last audit run), when audited.
+    pub audit_timestamp: Option<Timestamp>,
+    /// `status.totalViolations`, when audited.
+    pub total_violations: Option<u64>,
+}
+
+/// The cross-check's outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct AuditOutcome {
+    /// Rule → check, for every configured rule.
+    pub checks: BTreeMap<String, AuditCheck>,
+    /// Rules whose counts disagree, with a message naming the rule and both counts.
+    pub mismatches: Vec<String>,
+    /// Log lines naming every Constraint that was skipped (stale or unaudited), sorted.
+    pub skipped: Vec<String>,
+}
+
+/// Cross-checks `results` (all results of the run's evaluation, any object) against the
+/// Constraints' audit status for each of `rules`.
+pub fn cross_check(
+    rules: &[String],
+    constraints: &[ConstraintAudit],
+    results: &[Finding],
+    audit: &AuditConfig,
+) -> AuditOutcome {
+    let mut engine_counts: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    for result in results {
+        *engine_counts
+            .entry((
+                result.constraint_kind.as_str(),
+                result.constraint_name.as_str(),
+            ))
+            .or_insert(0) += 1;
+    }
+    let fresh_after = SignedDuration::try_from(audit.fresh_after).unwrap_or(SignedDuration::MAX);
+    let mut sums: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    let mut skipped = Vec::new();
+    for c in constraints {
+        if !rules.contains(&c.kind) {
+            continue;
+        }
+        let (Some(audited_at), Some(total)) = (c.audit_timestamp, c.total_violations) else {
+            skipped.push(format!(
+                "audit check: skipped {} {}: not audited yet",
+                c.kind, c.name
+            ));
+            continue;
+        };
+        if let Some(created) = c.created_at {
+            let fresh_from = created.checked_add(fresh_after).unwrap_or(Timestamp::MAX);
+            if audited_at < fresh_from {
+                skipped.push(format!(
+                    "audit check: skipped {} {}: audit at {audited_at} is less than {} after creation at {created}",
+                    c.kind,
+                    c.name,
+                    humanize(audit.fresh_after)
+                ));
+                continue;
+            }
+        }
+        let engine = engine_counts
+            .get(&(c.kind.as_str(), c.name.as_str()))
+            .copied()
+            .unwrap_or(0);
+        let sum = sums.entry(c.kind.as_str()).or_insert((0, 0));
+        sum.0 += engine;
+        sum.1 += total;
+    }
+    skipped.sort();
+    let mut checks = BTreeMap::new();
+    let mut mismatches = Vec::new();
+    for rule in rules {
+        let check = match sums.get(rule.as_str()) {
+            Some(&(engine, audit_total)) => {
+                if !audit.tolerance.agrees(engine, audit_total) {
+                    mismatches.push(format!(
+                        "audit check disagrees for {rule}: engine {engine}, audit {audit_total}"
+                    ));
+                }
+                AuditCheck::Compared {
+                    engine,
+                    audit: audit_total,
+                }
+            }
+            None => AuditCheck::Skipped,
+        };
+        checks.insert(rule.clone(), check);
+    }
+    AuditOutcome {
+        checks,
+        mismatches,
+        skipped,
+    }
+}
+
+/// Every rule `"skipped"`: the audit check of a run that could not count.
+pub fn all_skipped(rules: &[String]) -> BTreeMap<String, AuditCheck> {
+    rules
+        .iter()
+        .map(|r| (r.clone(), AuditCheck::Skipped))
+        .collect()
+}
+
+fn humanize(d: std::time::Duration) -> String {
+    let secs = d.as_secs();
+    if secs > 0 && secs.is_multiple_of(3600) {
+        format!("{}h", secs / 3600)
+    } else if secs > 0 && secs.is_multiple_of(60) {
+        format!("{}m", secs / 60)
+    } else {
+        format!("{secs}s")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::time::Duration;
+
+    use super::*;
+    use crate::config::Tolerance;
+    use crate::count::tests::result;
+
+    fn audit_config() -> AuditConfig {
+        AuditConfig {
+            fresh_after: Duration::from_secs(600),
+            tolerance: Tolerance {
+                absolute: 5,
+                relative: 0.10,
+            },
+        }
+    }
+
+    fn ts(text: &str) -> Timestamp {
+        text.parse().unwrap()
+    }
+
+    fn constraint(
+        name: &str,
+        created: &str,
+        audited: Option<&str>,
+        total: Option<u64>,
+    ) -> ConstraintAudit {
+        ConstraintAudit {
+            kind: "K8sRequiredLabels".into(),
+            name: name.into(),
+            created_at: Some(ts(created)),
+            audit_timestamp: audited.map(ts),
+            total_violations: total,
+        }
+    }
+
+    fn results(constraint: &str, n: usize) -> Vec<Finding> {
+        (0..n)
+            .map(|i| {
+                result(
+                    "K8sRequiredLabels",
+                    constraint,
+                    "Deployment",
+                    "ns",
+                    &format!("w{i}"),
+                    "missing",
+                )
+            })
+            .collect()
+    }
+
+    fn rules() -> Vec<String> {
+        vec![
+            "K8sRequiredLabels".to_string(),
+            "K8sContainerLimits".to_string(),
+        ]
+    }
+
+    #[test]
+    fn fresh_audit_within_the_tolerance_boundary_agrees() {
+        let c = [constraint(
+            "labels",
+            "2026-11-01T00:00:00Z",
+            Some("2026-11-01T00:10:00Z"),
+            Some(100),
+        )];
+        let outcome = cross_check(&rules(), &c, &results("labels", 110), &audit_config());
+        assert!(outcome.mismatches.is_empty(), "{:?}", outcome.mismatches);
+        assert_eq!(
+            outcome.checks["K8sRequiredLabels"],
+            AuditCheck::Compared {
+                engine: 110,
+                audit: 100
+            }
+        );
+        assert_eq!(outcome.checks["K8sContainerLimits"], AuditCheck::Skipped);
+        let outcome = cross_check(&rules(), &c, &results("labels", 111), &audit_config());
+        assert_eq!(
+            outcome.mismatches,
+            ["audit check disagrees for K8sRequiredLabels: engine 111, audit 100"]
+        );
+    }
+
+    #[test]
+    fn the_absolute_floor_applies_to_small_counts() {
+        let c = [constraint(
+            "labels",
+            "2026-11-01T00:00:00Z",
+            Some("2026-11-02T00:00:00Z"),
+            Some(0),
+        )];
+        assert!(
+            cross_check(&rules(), &c, &results("labels", 5), &audit_config())
+                .mismatches
+                .is_empty()
+        );
+        assert_eq!(
+            cross_check(&rules(), &c, &results("labels", 6), &audit_config())
+                .mismatches
+                .len(),
+            1
+        );
+    }
+
+    #[test]
+    fn stale_and_unaudited_constraints_are_skipped_and_named() {
+        // audited 9m59s after creation: stale (the chart-upgrade window)
+        let stale = constraint(
+            "labels-a",
+            "2026-11-01T00:00:00Z",
+            Some("2026-11-01T00:09:59Z"),
+            Some(0),
+        );
+        let unaudited = constraint("labels-b", "2026-11-01T00:00:00Z", None, None);
+        let outcome = cross_check(
+            &rules(),
+            &[stale.clone(), unaudited.clone()],
+            &results("labels-a", 157),
+            &audit_config(),
+        );
+        assert!(outcome.mismatches.is_empty());
+        assert_eq!(outcome.checks["K8sRequiredLabels"], AuditCheck::Skipped);
+        assert_eq!(outcome.skipped.len(), 2);
+        assert!(
+            outcome.skipped[0].contains("labels-a")
+                && outcome.skipped[0].contains("less than 10m after creation")
+        );
+        assert!(outcome.skipped[1].contains("labels-b: not audited yet"));
+        // exactly freshAfter is fresh; the fresh one is compared, the others stay skipped,
+        // whatever the order
+        let fresh = constraint(
+            "labels-c",
+            "2026-11-01T00:00:00Z",
+            Some("2026-11-01T00:10:00Z"),
+            Some(3),
+        );
+        for order in [
+            vec![stale.clone(), fresh.clone(), unaudited.clone()],
+            vec![fresh.clone(), unaudited.clone(), stale.clone()],
+        ] {
+            let mut all = results("labels-a", 157);
+            all.extend(results("labels-c", 3));
+            let outcome = cross_check(&rules(), &order, &all, &audit_config());
+            assert_eq!(
+                outcome.checks["K8sRequiredLabels"],
+                AuditCheck::Compared {
+                    engine: 3,
+                    audit: 3
+                }
+            );
+            assert_eq!(outcome.skipped.len(), 2);
+        }
+    }
+
+    #[test]
+    fn fresh_constraints_of_a_rule_are_summed() {
+        let c = [
+            constraint(
+                "labels-warn",
+                "2026-11-01T00:00:00Z",
+                Some("2026-11-02T00:00:00Z"),
+                Some(50),
+            ),
+            constraint(
+                "labels-enforced",
+                "2026-11-01T00:00:00Z",
+                Some("2026-11-02T00:00:00Z"),
+                Some(10),
+            ),
+        ];
+        let mut all = results("labels-warn", 50);
+        all.extend(results("labels-enforced", 10));
+        let outcome = cross_check(&rules(), &c, &all, &audit_config());
+        assert_eq!(
+            outcome.checks["K8sRequiredLabels"],
+            AuditCheck::Compared {
+                engine: 60,
+                audit: 60
+            }
+        );
+    }
+
+    #[test]
+    fn a_skipped_run_skips_every_rule() {
+        let checks = all_skipped(&rules());
+        assert_eq!(
+            serde_json::to_string(&checks).unwrap(),
+            r#"{"K8sContainerLimits":"skipped","K8sRequiredLabels":"skipped"}"#
+        );
+    }
+}

@@ -1,0 +1,976 @@
+//! The report's configuration file (YAML) and the environment it reads, validated up front.
+//!
+//! [`Config::from_yaml`] parses and validates the file; every error names the key it is about
+//! (`teams[1].namespaces[0]`, `audit.tolerance.relative`, ...). [`Settings::from_env`] reads the
+//! environment through an injectable lookup, so tests never touch the process environment.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::time::Duration;
+
+use regex::Regex;
+use report_sinks::LokiAuth;
+use secrecy::SecretString;
+use serde::Deserialize;
+use team_routing::{Routes, RoutingError, TeamSpec};
+
+pub use team_routing::webhook_env_var;
+
+/// The team whose namespaces are counted and pushed to Loki but never posted to Slack.
+pub const SILENCED_TEAM: &str = team_routing::SILENCED;
+
+/// The Loki `job` label used when the config gives none.
+pub const DEFAULT_LOKI_JOB: &str = "gatekeeper-workload-report";
+
+/// Workload kinds the report may count.
+pub const KNOWN_WORKLOAD_KINDS: &[&str] = &[
+    "Deployment",
+    "StatefulSet",
+    "DaemonSet",
+    "ReplicaSet",
+    "Job",
+    "CronJob",
+];
+
+/// A configuration error; the message names the key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file is not valid YAML for the config schema (serde names the key and line).
+    #[error("config: {0}")]
+    Parse(#[source] serde_yaml::Error),
+    /// A value is present but invalid.
+    #[error("config: {key}: {message}")]
+    Invalid {
+        /// The key path, e.g. `teams[0].namespaces[1]`.
+        key: String,
+        /// What is wrong with it.
+        message: String,
+    },
+}
+
+fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
+    ConfigError::Invalid {
+        key: key.into(),
+        message: message.into(),
+    }
+}
+
+/// Which engine evaluates the projection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineChoice {
+    /// The embedded engine (no subprocess, no download).
+    Embedded,
+    /// The pinned `gator` binary.
+    Gator,
+    /// Both; any difference between them skips the run.
+    Both,
+}
+
+impl EngineChoice {
+    /// The lower-case name used in the config and on the command line.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineChoice::Embedded => "embedded",
+            EngineChoice::Gator => "gator",
+            EngineChoice::Both => "both",
+        }
+    }
+
+    /// Parses `embedded`, `gator` or `both`.
+    pub fn parse(text: &str) -> Option<EngineChoice> {
+        match text {
+            "embedded" => Some(EngineChoice::Embedded),
+            "gator" => Some(EngineChoice::Gator),
+            "both" => Some(EngineChoice::Both),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for EngineChoice {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// One team and the namespace globs it owns, in config order.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TeamConfig {
+    /// The team name.
+    pub name: String,
+    /// Whole-name namespace globs.
+    pub namespaces: Vec<String>,
+}
+
+/// Where and how run lines are pushed to Loki.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LokiConfig {
+    /// Base URL (`{url}/loki/api/v1/push` is posted); `None` disables the push.
+    pub url: Option<String>,
+    /// The `job` stream label.
+    pub job: String,
+    /// The tenant, sent as `X-Scope-OrgID`.
+    pub tenant: Option<String>,
+}
+
+/// The pinned gator release (all of `version`, `url`, `sha256`, or none) and/or a local binary.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct GatorConfig {
+    /// The release version, e.g. `v3.22.0`.
+    pub version: Option<String>,
+    /// The tarball URL (contains `version`).
+    pub url: Option<String>,
+    /// The tarball's sha256, lower-case hex.
+    pub sha256: Option<String>,
+    /// An installed binary to use instead of downloading.
+    pub path: Option<String>,
+    /// gator's `--enable-k8s-native-validation`; unset = the runner's default.
+    pub k8s_native_validation: Option<bool>,
+}
+
+/// The audit cross-check's tolerance: agreement iff `|engine - audit| <= max(absolute, relative * audit)`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Tolerance {
+    /// The floor of the allowed difference.
+    pub absolute: u64,
+    /// The allowed difference as a fraction of the audit count.
+    pub relative: f64,
+}
+
+impl Tolerance {
+    /// The allowed difference for an audit count.
+    pub fn allowed(&self, audit: u64) -> f64 {
+        (self.absolute as f64).max(self.relative * audit as f64)
+    }
+
+    /// Whether two counts agree (the boundary is agreement).
+    pub fn agrees(&self, engine: u64, audit: u64) -> bool {
+        (engine.abs_diff(audit) as f64) <= self.allowed(audit) + 1e-9
+    }
+}
+
+/// The audit cross-check settings.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct AuditConfig {
+    /// An audit counts only if it started this long after the Constraint was created.
+    pub fresh_after: Duration,
+    /// How far the counts may differ.
+    pub tolerance: Tolerance,
+}
+
+/// A named message category of one rule.
+#[derive(Debug, Clone)]
+pub struct Category {
+    /// The category name, e.g. `missing`.
+    pub name: String,
+    /// The compiled pattern.
+    pub pattern: Regex,
+}
+
+/// Timeouts of the run's network calls and engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// One Kubernetes API request.
+    pub api: Duration,
+    /// One Slack post or Loki push.
+    pub post: Duration,
+    /// The whole evaluation.
+    pub engine: Duration,
+}
+
+/// The validated configuration.
+#[derive(Debug, Clone)]
+pub struct Config {
+    /// The cluster name (Loki label `cluster`).
+    pub cluster: String,
+    /// The team that gets unrouted namespaces and every problem.
+    pub default_team: String,
+    /// Teams in matching order.
+    pub teams: Vec<TeamConfig>,
+    /// The compiled route table (namespace → team).
+    pub routes: Routes,
+    /// The Constraint kinds the report covers (its rules), in config order.
+    pub constraint_kinds: Vec<String>,
+    /// The workload kinds counted.
+    pub workload_kinds: Vec<String>,
+    /// How many names a digest shows per rule before `+N more`.
+    pub max_names_per_rule: usize,
+    /// The cap of one Slack message in characters.
+    pub max_message_chars: usize,
+    /// Whether a clean team still gets a digest.
+    pub post_when_clean: bool,
+    /// The dashboard link of the digests.
+    pub dashboard_url: Option<String>,
+    /// The readme link of the digests.
+    pub readme_url: Option<String>,
+    /// Loki settings.
+    pub loki: LokiConfig,
+    /// The engine.
+    pub engine: EngineChoice,
+    /// The pinned gator, when configured.
+    pub gator: Option<GatorConfig>,
+    /// Audit cross-check settings.
+    pub audit: AuditConfig,
+    /// Message categories per rule.
+    pub categories: BTreeMap<String, Vec<Category>>,
+    /// Timeouts.
+    pub timeouts: Timeouts,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawConfig {
+    cluster: String,
+    default_team: String,
+    teams: Vec<RawTeam>,
+    constraint_kinds: Vec<String>,
+    workload_kinds: Option<Vec<String>>,
+    max_names_per_rule: Option<i64>,
+    max_message_chars: Option<i64>,
+    post_when_clean: Option<bool>,
+    dashboard_url: Option<String>,
+    readme_url: Option<String>,
+    loki: Option<RawLoki>,
+    engine: Option<EngineChoice>,
+    gator: Option<RawGator>,
+    audit: Option<RawAudit>,
+    categories: Option<BTreeMap<String, Vec<RawCategory>>>,
+    timeouts: Option<RawTimeouts>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTeam {
+    name: String,
+    namespaces: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawLoki {
+    url: Option<String>,
+    job: Option<String>,
+    tenant: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+#[serde(rename_all = "camelCase")]
+struct RawGator {
+    version: Option<String>,
+    url: Option<String>,
+    sha256: Option<String>,
+    path: Option<String>,
+    k8s_native_validation: Option<bool>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RawAudit {
+    fresh_after: Option<String>,
+    tolerance: Option<RawTolerance>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTolerance {
+    absolute: Option<i64>,
+    relative: Option<f64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawCategory {
+    name: String,
+    pattern: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTimeouts {
+    api: Option<String>,
+    post: Option<String>,
+    engine: Option<String>,
+}
+
+/// Parses a duration written as `<n>s`, `<n>m` or `<n>h` (`<n>` a non-negative integer).
+pub fn parse_duration(text: &str) -> Option<Duration> {
+    let text = text.trim();
+    let (number, unit) = text.split_at(text.len().checked_sub(1)?);
+    let n: u64 = number.parse().ok()?;
+    let seconds = match unit {
+        "s" => n,
+        "m" => n.checked_mul(60)?,
+        "h" => n.checked_mul(3600)?,
+        _ => return None,
+    };
+    Some(Duration::from_secs(seconds))
+}
+
+fn check_http_url(key: &str, value: &str) -> Result<(), ConfigError> {
+    let rest = value
+        .strip_prefix("https://")
+        .or_else(|| value.strip_prefix("http://"));
+    match rest {
+        Some(host) if !host.is_empty() && !value.chars().any(char::is_whitespace) => Ok(()),
+        _ => Err(invalid(key, "must be an http(s) URL")),
+    }
+}
+
+/// Names the config key a route-table error is about.
+fn routing_error(teams: &[TeamConfig], error: RoutingError) -> ConfigError {
+    let team_index = |name: &str| teams.iter().position(|t| t.name == name);
+    let key = match &error {
+        RoutingError::EmptyTeamName { position: 0 } | RoutingError::SilencedDefault => {
+            "defaultTeam".to_string()
+        }
+        RoutingError::EmptyTeamName { position } => format!("teams[{}].name", position - 1),
+        RoutingError::InvalidTeamName { team, .. } => match team_index(team) {
+            Some(i) => format!("teams[{i}].name"),
+            None => "defaultTeam".to_string(),
+        },
+        RoutingError::DuplicateTeam { team } => {
+            let last = teams.iter().rposition(|t| &t.name == team).unwrap_or(0);
+            format!("teams[{last}].name")
+        }
+        RoutingError::WebhookVarCollision { second, .. } => match team_index(second) {
+            Some(i) => format!("teams[{i}].name"),
+            None => "teams".to_string(),
+        },
+        RoutingError::EmptyPattern { team } | RoutingError::BadGlob { team, .. } => {
+            let i = team_index(team).unwrap_or(0);
+            let pattern = match &error {
+                RoutingError::BadGlob { pattern, .. } => Some(pattern.as_str()),
+                _ => None,
+            };
+            let j = teams[i].namespaces.iter().position(|p| {
+                Some(p.as_str()) == pattern || (pattern.is_none() && p.trim().is_empty())
+            });
+            match j {
+                Some(j) => format!("teams[{i}].namespaces[{j}]"),
+                None => format!("teams[{i}].namespaces"),
+            }
+        }
+    };
+    let message = match &error {
+        RoutingError::BadGlob { source, .. } => format!("{error}: {}", source.kind()),
+        _ => error.to_string(),
+    };
+    invalid(key, message)
+}
+
+fn positive_duration(
+    key: &str,
+    text: Option<String>,
+    default: Duration,
+) -> Result<Duration, ConfigError> {
+    match text {
+        None => Ok(default),
+        Some(text) => match parse_duration(&text) {
+            Some(d) if !d.is_zero() => Ok(d),
+            _ => Err(invalid(
+                key,
+                format!("{text:?} is not a duration like 30s, 10m or 1h"),
+            )),
+        },
+    }
+}
+
+impl Config {
+    /// Parses and validates a config file's text.
+    pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
+        let raw: RawConfig = serde_yaml::from_str(text).map_err(ConfigError::Parse)?;
+        Config::validate(raw)
+    }
+
+    fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
+        if raw.cluster.trim().is_empty() {
+            return Err(invalid("cluster", "must not be empty"));
+        }
+        let mut teams = Vec::new();
+        for team in raw.teams {
+            teams.push(TeamConfig {
+                name: team.name,
+                namespaces: team.namespaces,
+            });
+        }
+        let specs = teams
+            .iter()
+            .map(|t| TeamSpec::new(t.name.clone(), t.namespaces.clone()))
+            .collect();
+        let routes =
+            Routes::new(specs, raw.default_team.clone()).map_err(|e| routing_error(&teams, e))?;
+        if raw.constraint_kinds.is_empty() {
+            return Err(invalid(
+                "constraintKinds",
+                "must list at least one Constraint kind",
+            ));
+        }
+        let mut kinds = BTreeSet::new();
+        for (i, kind) in raw.constraint_kinds.iter().enumerate() {
+            let valid = kind.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+                && kind.chars().all(|c| c.is_ascii_alphanumeric());
+            if !valid {
+                return Err(invalid(
+                    format!("constraintKinds[{i}]"),
+                    format!("{kind:?} is not a Constraint kind"),
+                ));
+            }
+            if !kinds.insert(kind.clone()) {
+                return Err(invalid(
+                    format!("constraintKinds[{i}]"),
+                    format!("duplicate kind {kind:?}"),
+                ));
+            }
+        }
+        let workload_kinds = raw
+            .workload_kinds
+            .unwrap_or_else(|| vec!["Deployment".into(), "StatefulSet".into()]);
+        if workload_kinds.is_empty() {
+            return Err(invalid("workloadKinds", "must list at least one kind"));
+        }
+        for (i, kind) in workload_kinds.iter().enumerate() {
+            if !KNOWN_WORKLOAD_KINDS.contains(&kind.as_str()) {
+                return Err(invalid(
+                    format!("workloadKinds[{i}]"),
+                    format!("{kind:?} is not one of {}", KNOWN_WORKLOAD_KINDS.join(", ")),
+                ));
+            }
+        }
+        let max_names_per_rule = match raw.max_names_per_rule {
+            None => 10,
+            Some(n) if n >= 1 => n as usize,
+            Some(n) => {
+                return Err(invalid(
+                    "maxNamesPerRule",
+                    format!("{n} must be at least 1"),
+                ));
+            }
+        };
+        let max_message_chars = match raw.max_message_chars {
+            None => 12_000,
+            Some(n) if n >= 500 => n as usize,
+            Some(n) => {
+                return Err(invalid(
+                    "maxMessageChars",
+                    format!("{n} must be at least 500"),
+                ));
+            }
+        };
+        if let Some(url) = &raw.dashboard_url {
+            check_http_url("dashboardUrl", url)?;
+        }
+        if let Some(url) = &raw.readme_url {
+            check_http_url("readmeUrl", url)?;
+        }
+        let loki = match raw.loki {
+            None => LokiConfig {
+                url: None,
+                job: DEFAULT_LOKI_JOB.into(),
+                tenant: None,
+            },
+            Some(loki) => {
+                if let Some(url) = &loki.url {
+                    check_http_url("loki.url", url)?;
+                }
+                let job = loki.job.unwrap_or_else(|| DEFAULT_LOKI_JOB.into());
+                if job.trim().is_empty() {
+                    return Err(invalid("loki.job", "must not be empty"));
+                }
+                LokiConfig {
+                    url: loki.url,
+                    job,
+                    tenant: loki.tenant.filter(|t| !t.is_empty()),
+                }
+            }
+        };
+        let engine = raw.engine.unwrap_or(EngineChoice::Embedded);
+        let gator = match raw.gator {
+            None => None,
+            Some(g) => {
+                match (&g.version, &g.url, &g.sha256) {
+                    (None, None, None) => {}
+                    (Some(version), Some(url), Some(sha256)) => {
+                        if version.trim().is_empty() {
+                            return Err(invalid("gator.version", "must not be empty"));
+                        }
+                        check_http_url("gator.url", url)?;
+                        if !url.contains(version.as_str()) {
+                            return Err(invalid(
+                                "gator.url",
+                                format!("must contain gator.version {version:?}"),
+                            ));
+                        }
+                        if sha256.len() != 64
+                            || !sha256
+                                .chars()
+                                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
+                        {
+                            return Err(invalid(
+                                "gator.sha256",
+                                "must be 64 lower-case hex digits",
+                            ));
+                        }
+                    }
+                    (version, url, _) => {
+                        let missing = if version.is_none() {
+                            "version"
+                        } else if url.is_none() {
+                            "url"
+                        } else {
+                            "sha256"
+                        };
+                        return Err(invalid(
+                            format!("gator.{missing}"),
+                            "is required with the other pin keys (version, url, sha256)",
+                        ));
+                    }
+                }
+                Some(GatorConfig {
+                    version: g.version,
+                    url: g.url,
+                    sha256: g.sha256,
+                    path: g.path.filter(|p| !p.is_empty()),
+                    k8s_native_validation: g.k8s_native_validation,
+                })
+            }
+        };
+        let audit = {
+            let raw_audit = raw.audit.unwrap_or(RawAudit {
+                fresh_after: None,
+                tolerance: None,
+            });
+            let fresh_after = match raw_audit.fresh_after {
+                None => Duration::from_secs(600),
+                Some(text) => parse_duration(&text).ok_or_else(|| {
+                    invalid(
+                        "audit.freshAfter",
+                        format!("{text:?} is not a duration like 30s, 10m or 1h"),
+                    )
+                })?,
+            };
+            let tolerance = raw_audit.tolerance.unwrap_or(RawTolerance {
+                absolute: None,
+                relative: None,
+            });
+            let absolute = match tolerance.absolute {
+                None => 5,
+                Some(n) if n >= 0 => n as u64,
+                Some(n) => {
+                    return Err(invalid(
+                        "audit.tolerance.absolute",
+                        format!("{n} must not be negative"),
+                    ));
+                }
+            };
+            let relative = match tolerance.relative {
+                None => 0.10,
+                Some(r) if (0.0..=1.0).contains(&r) => r,
+                Some(r) => {
+                    return Err(invalid(
+                        "audit.tolerance.relative",
+                        format!("{r} must be between 0 and 1"),
+                    ));
+                }
+            };
+            AuditConfig {
+                fresh_after,
+                tolerance: Tolerance { absolute, relative },
+            }
+        };
+        let mut categories = BTreeMap::new();
+        for (rule, list) in raw.categories.unwrap_or_default() {
+            if !kinds.contains(&rule) {
+                return Err(invalid(
+                    format!("categories.{rule}"),
+                    "is not one of constraintKinds",
+                ));
+            }
+            let mut compiled: Vec<Category> = Vec::new();
+            for (i, category) in list.into_iter().enumerate() {
+                let key = format!("categories.{rule}[{i}]");
+                if category.name.trim().is_empty() || category.name == "other" {
+                    return Err(invalid(
+                        format!("{key}.name"),
+                        "must be a non-empty name other than \"other\"",
+                    ));
+                }
+                if compiled.iter().any(|c| c.name == category.name) {
+                    return Err(invalid(
+                        format!("{key}.name"),
+                        format!("duplicate category {:?}", category.name),
+                    ));
+                }
+                let pattern = Regex::new(&category.pattern).map_err(|e| {
+                    invalid(format!("{key}.pattern"), format!("invalid regex: {e}"))
+                })?;
+                compiled.push(Category {
+                    name: category.name,
+                    pattern,
+                });
+            }
+            categories.insert(rule, compiled);
+        }
+        let timeouts = {
+            let raw_t = raw.timeouts.unwrap_or(RawTimeouts {
+                api: None,
+                post: None,
+                engine: None,
+            });
+            Timeouts {
+                api: positive_duration("timeouts.api", raw_t.api, Duration::from_secs(30))?,
+                post: positive_duration("timeouts.post", raw_t.post, Duration::from_secs(10))?,
+                engine: positive_duration(
+                    "timeouts.engine",
+                    raw_t.engine,
+                    Duration::from_secs(600),
+                )?,
+            }
+        };
+        Ok(Config {
+            cluster: raw.cluster,
+            default_team: raw.default_team,
+            teams,
+            routes,
+            constraint_kinds: raw.constraint_kinds,
+            workload_kinds,
+            max_names_per_rule,
+            max_message_chars,
+            post_when_clean: raw.post_when_clean.unwrap_or(false),
+            dashboard_url: raw.dashboard_url,
+            readme_url: raw.readme_url,
+            loki,
+            engine,
+            gator,
+            audit,
+            categories,
+            timeouts,
+        })
+    }
+
+    /// Every team that can receive a message: the configured teams except `silenced`, plus the
+    /// default team, sorted.
+    pub fn postable_teams(&self) -> Vec<String> {
+        let mut teams: BTreeSet<String> = self
+            .teams
+            .iter()
+            .map(|t| t.name.clone())
+            .filter(|t| t != SILENCED_TEAM)
+            .collect();
+        teams.insert(self.default_team.clone());
+        teams.into_iter().collect()
+    }
+
+    /// The category of a message of `rule`: the first matching category, else `other`.
+    pub fn category_of(&self, rule: &str, message: &str) -> &str {
+        self.categories
+            .get(rule)
+            .and_then(|list| list.iter().find(|c| c.pattern.is_match(message)))
+            .map_or("other", |c| c.name.as_str())
+    }
+}
+
+/// What the environment adds to the config.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// Dry run: Slack posts are suppressed.
+    pub dry_run: bool,
+    /// Whether clean teams still get a digest.
+    pub post_when_clean: bool,
+    /// The Loki base URL (env `LOKI_URL` over `loki.url`).
+    pub loki_url: Option<String>,
+    /// Loki credentials (`LOKI_USERNAME` + `LOKI_PASSWORD`, or `LOKI_TOKEN`).
+    pub loki_auth: Option<LokiAuth>,
+    /// Each postable team's webhook value as found (`None` when the variable is unset or empty).
+    pub webhooks: BTreeMap<String, Option<SecretString>>,
+}
+
+/// An invalid environment value.
+#[derive(Debug, thiserror::Error)]
+#[error("environment: {name}: {message}")]
+pub struct EnvError {
+    /// The variable.
+    pub name: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+fn env_bool(name: &str, value: Option<String>) -> Result<Option<bool>, EnvError> {
+    let Some(value) = value else { return Ok(None) };
+    match value.trim().to_ascii_lowercase().as_str() {
+        "" => Ok(None),
+        "true" | "1" | "yes" => Ok(Some(true)),
+        "false" | "0" | "no" => Ok(Some(false)),
+        _ => Err(EnvError {
+            name: name.into(),
+            message: format!("{value:?} is not true or false"),
+        }),
+    }
+}
+
+impl Settings {
+    /// Reads the environment through `lookup` (the binary passes `std::env::var`). `dry_run_flag`
+    /// is `--dry-run`; it and `DRY_RUN=true` both turn the dry run on.
+    pub fn from_env(
+        config: &Config,
+        dry_run_flag: bool,
+        lookup: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<Settings, EnvError> {
+        let dry_run = dry_run_flag || env_bool("DRY_RUN", lookup("DRY_RUN"))?.unwrap_or(false);
+        let post_when_clean = env_bool("POST_WHEN_CLEAN", lookup("POST_WHEN_CLEAN"))?
+            .unwrap_or(config.post_when_clean);
+        let loki_url = match lookup("LOKI_URL").filter(|v| !v.trim().is_empty()) {
+            Some(url) => {
+                check_http_url("LOKI_URL", &url).map_err(|_| EnvError {
+                    name: "LOKI_URL".into(),
+                    message: "must be an http(s) URL".into(),
+                })?;
+                Some(url)
+            }
+            None => config.loki.url.clone(),
+        };
+        let non_empty = |name: &str| lookup(name).filter(|v| !v.is_empty());
+        let loki_auth = match (
+            non_empty("LOKI_USERNAME"),
+            non_empty("LOKI_PASSWORD"),
+            non_empty("LOKI_TOKEN"),
+        ) {
+            (Some(username), Some(password), None) => Some(LokiAuth::Basic {
+                username,
+                password: SecretString::from(password),
+            }),
+            (None, None, Some(token)) => Some(LokiAuth::Bearer(SecretString::from(token))),
+            (None, None, None) => None,
+            (_, _, Some(_)) => {
+                return Err(EnvError {
+                    name: "LOKI_TOKEN".into(),
+                    message: "set either LOKI_TOKEN or LOKI_USERNAME and LOKI_PASSWORD, not both"
+                        .into(),
+                });
+            }
+            (Some(_), None, None) | (None, Some(_), None) => {
+                return Err(EnvError {
+                    name: "LOKI_USERNAME".into(),
+                    message: "LOKI_USERNAME and LOKI_PASSWORD go together".into(),
+                });
+            }
+        };
+        let webhooks = config
+            .postable_teams()
+            .into_iter()
+            .map(|team| {
+                let value = lookup(&webhook_env_var(&team))
+                    .filter(|v| !v.is_empty())
+                    .map(SecretString::from);
+                (team, value)
+            })
+            .collect();
+        Ok(Settings {
+            dry_run,
+            post_when_clean,
+            loki_url,
+            loki_auth,
+            webhooks,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use secrecy::ExposeSecret;
+
+    use super::*;
+
+    pub(crate) const MINIMAL: &str =
+        "cluster: dev\ndefaultTeam: infra\nteams: []\nconstraintKinds: [K8sRequiredLabels]\n";
+
+    fn error_of(text: &str) -> String {
+        Config::from_yaml(text)
+            .expect_err("config should be rejected")
+            .to_string()
+    }
+
+    #[test]
+    fn minimal_config_gets_the_documented_defaults() {
+        let config = Config::from_yaml(MINIMAL).unwrap();
+        assert_eq!(config.workload_kinds, ["Deployment", "StatefulSet"]);
+        assert_eq!(config.max_names_per_rule, 10);
+        assert!(!config.post_when_clean);
+        assert_eq!(config.engine, EngineChoice::Embedded);
+        assert_eq!(config.audit.fresh_after, Duration::from_secs(600));
+        assert_eq!(
+            config.audit.tolerance,
+            Tolerance {
+                absolute: 5,
+                relative: 0.10
+            }
+        );
+        assert_eq!(config.loki.job, DEFAULT_LOKI_JOB);
+        assert_eq!(config.loki.url, None);
+        assert_eq!(config.postable_teams(), ["infra"]);
+    }
+
+    #[test]
+    fn errors_name_the_key() {
+        let cases = [
+            (
+                "cluster: ''\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\n",
+                "config: cluster:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: [{name: a, namespaces: ['[x']}]\nconstraintKinds: [A]\n",
+                "config: teams[0].namespaces[0]: team `a`: invalid namespace pattern",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: [{name: a, namespaces: [x]}, {name: a, namespaces: [y]}]\nconstraintKinds: [A]\n",
+                "config: teams[1].name: team `a` is listed twice",
+            ),
+            (
+                "cluster: c\ndefaultTeam: silenced\nteams: []\nconstraintKinds: [A]\n",
+                "config: defaultTeam:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: []\n",
+                "config: constraintKinds:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\nmaxNamesPerRule: 0\n",
+                "config: maxNamesPerRule:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\nmaxMessageChars: -1\n",
+                "config: maxMessageChars:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\ndashboardUrl: ftp://x\n",
+                "config: dashboardUrl:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\naudit: {freshAfter: soon}\n",
+                "config: audit.freshAfter:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\naudit: {tolerance: {relative: 2}}\n",
+                "config: audit.tolerance.relative:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\ncategories: {A: [{name: x, pattern: '('}]}\n",
+                "config: categories.A[0].pattern:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\ncategories: {B: []}\n",
+                "config: categories.B:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\ngator: {version: v3.22.0, url: 'https://x/v3.21.0/gator.tgz', sha256: abc}\n",
+                "config: gator.url:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\ngator: {version: v3.22.0, url: 'https://x/v3.22.0/gator.tgz'}\n",
+                "config: gator.sha256:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\nworkloadKinds: [Pod]\n",
+                "config: workloadKinds[0]:",
+            ),
+            (
+                "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\ntimeouts: {post: 0s}\n",
+                "config: timeouts.post:",
+            ),
+        ];
+        for (text, expected) in cases {
+            let error = error_of(text);
+            assert!(
+                error.starts_with(expected),
+                "{error:?} should start with {expected:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn serde_errors_name_the_key_too() {
+        let error =
+            error_of("cluster: c\ndefaultTeam: infra\nteams: [{name: a}]\nconstraintKinds: [A]\n");
+        assert!(
+            error.contains("teams[0]") && error.contains("namespaces"),
+            "{error}"
+        );
+        let error = error_of(
+            "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\nmaxNames: 3\n",
+        );
+        assert!(error.contains("unknown field `maxNames`"), "{error}");
+        let error = error_of(
+            "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\nengine: opa\n",
+        );
+        assert!(error.contains("engine"), "{error}");
+    }
+
+    #[test]
+    fn tolerance_boundary_is_agreement_and_absolute_is_a_floor() {
+        let t = Tolerance {
+            absolute: 5,
+            relative: 0.10,
+        };
+        assert!(t.agrees(110, 100) && t.agrees(90, 100));
+        assert!(!t.agrees(111, 100) && !t.agrees(89, 100));
+        assert!(t.agrees(220, 200) && !t.agrees(221, 200));
+        // the floor: 10% of 20 is 2, but 5 is allowed
+        assert!(t.agrees(25, 20) && t.agrees(0, 5) && !t.agrees(26, 20));
+    }
+
+    #[test]
+    fn webhook_variable_names() {
+        assert_eq!(webhook_env_var("infra"), "INFRA_WEBHOOK");
+        assert_eq!(webhook_env_var("data-eng.x_1"), "DATA_ENG_X_1_WEBHOOK");
+    }
+
+    #[test]
+    fn env_is_read_through_the_lookup() {
+        let config = Config::from_yaml(
+            "cluster: c\ndefaultTeam: infra\nteams: [{name: web, namespaces: [web-*]}, {name: silenced, namespaces: [x]}]\nconstraintKinds: [A]\nloki: {url: 'http://loki:3100'}\n",
+        )
+        .unwrap();
+        let env = |name: &str| match name {
+            "DRY_RUN" => Some("true".to_string()),
+            "POST_WHEN_CLEAN" => Some("TRUE".to_string()),
+            "WEB_WEBHOOK" => Some("https://hooks.example/services/T/B/secret".to_string()),
+            "LOKI_TOKEN" => Some("tok".to_string()),
+            _ => None,
+        };
+        let settings = Settings::from_env(&config, false, &env).unwrap();
+        assert!(settings.dry_run && settings.post_when_clean);
+        assert_eq!(settings.loki_url.as_deref(), Some("http://loki:3100"));
+        assert!(
+            matches!(&settings.loki_auth, Some(LokiAuth::Bearer(t)) if t.expose_secret() == "tok")
+        );
+        assert_eq!(
+            settings.webhooks.keys().collect::<Vec<_>>(),
+            ["infra", "web"]
+        );
+        assert!(settings.webhooks["infra"].is_none());
+        assert!(!format!("{settings:?}").contains("secret"));
+        let none = |_: &str| None;
+        let settings = Settings::from_env(&config, false, &none).unwrap();
+        assert!(!settings.dry_run && !settings.post_when_clean);
+        let bad = |name: &str| (name == "DRY_RUN").then(|| "maybe".to_string());
+        assert_eq!(
+            Settings::from_env(&config, false, &bad)
+                .unwrap_err()
+                .to_string(),
+            "environment: DRY_RUN: \"maybe\" is not true or false"
+        );
+    }
+
+    #[test]
+    fn categories_first_match_wins_and_other_is_the_rest() {
+        let config = Config::from_yaml(
+            "cluster: c\ndefaultTeam: infra\nteams: []\nconstraintKinds: [A]\ncategories: {A: [{name: missing, pattern: '^missing'}, {name: invalid, pattern: 'invalid|missing'}]}\n",
+        )
+        .unwrap();
+        assert_eq!(config.category_of("A", "missing label x"), "missing");
+        assert_eq!(config.category_of("A", "label x invalid"), "invalid");
+        assert_eq!(config.category_of("A", "something else"), "other");
+        assert_eq!(config.category_of("B", "missing"), "other");
+    }
+}

@@ -1,0 +1,486 @@
+//! Unit tests of the run orchestration with fake collectors and a recording delivery.
+
+use std::collections::BTreeMap;
+
+use super::*;
+use crate::count::tests::result;
+
+const HOOK_PATH: &str = "/services/T0001/B0002/XXXXsecretYYYY";
+
+fn config() -> Config {
+    Config::from_yaml(
+        "cluster: dev\ndefaultTeam: infra\nteams:\n  - {name: raster, namespaces: ['dem-*', raster-dev]}\n  - {name: web, namespaces: ['web-*']}\n  - {name: silenced, namespaces: ['kube-*']}\nconstraintKinds: [K8sRequiredLabels, K8sContainerLimits]\ndashboardUrl: https://grafana.example/d/gk\nloki: {url: 'http://loki.example'}\n",
+    )
+    .unwrap()
+}
+
+fn hook(team: &str) -> String {
+    format!("https://hooks.slack.example{HOOK_PATH}-{team}")
+}
+
+fn settings(config: &Config, env: &[(&str, &str)]) -> Settings {
+    let env: BTreeMap<String, String> = env
+        .iter()
+        .map(|(k, v)| (k.to_string(), v.to_string()))
+        .collect();
+    Settings::from_env(config, false, &|name| env.get(name).cloned()).unwrap()
+}
+
+fn all_hooks() -> Vec<(String, String)> {
+    ["infra", "raster", "web"]
+        .iter()
+        .map(|t| (webhook_env_var(t), hook(t)))
+        .collect()
+}
+
+fn settings_with_all_hooks(config: &Config) -> Settings {
+    let hooks = all_hooks();
+    let env: Vec<(&str, &str)> = hooks
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    settings(config, &env)
+}
+
+#[derive(Default)]
+struct Recorder {
+    posts: Vec<(String, SlackMessage)>,
+    pushes: Vec<LokiPush>,
+    slack_errors: BTreeMap<String, SendError>,
+    loki_error: Option<SendError>,
+}
+
+impl Delivery for Recorder {
+    fn post(
+        &mut self,
+        team: &str,
+        _webhook: &WebhookUrl,
+        message: &SlackMessage,
+    ) -> Result<(), SendError> {
+        self.posts.push((team.to_string(), message.clone()));
+        match self.slack_errors.get(team) {
+            Some(error) => Err(error.clone()),
+            None => Ok(()),
+        }
+    }
+
+    fn push(&mut self, push: &LokiPush) -> Result<(), SendError> {
+        self.pushes.push(push.clone());
+        match &self.loki_error {
+            Some(error) => Err(error.clone()),
+            None => Ok(()),
+        }
+    }
+}
+
+fn collected() -> Collected {
+    Collected {
+        results: vec![
+            result(
+                "K8sRequiredLabels",
+                "labels",
+                "Deployment",
+                "dem-dev",
+                "api",
+                "missing owner",
+            ),
+            result(
+                "K8sContainerLimits",
+                "limits",
+                "StatefulSet",
+                "web-shop",
+                "db",
+                "no limits",
+            ),
+            result(
+                "K8sContainerLimits",
+                "limits",
+                "Deployment",
+                "kube-system",
+                "dns",
+                "no limits",
+            ),
+        ],
+        constraints: Vec::new(),
+        template_kinds: ["K8sRequiredLabels", "K8sContainerLimits"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect(),
+    }
+}
+
+fn clock() -> Timestamp {
+    "2026-11-30T07:30:00Z".parse().unwrap()
+}
+
+fn run_with(
+    config: &Config,
+    settings: &Settings,
+    mut collect: impl FnMut() -> Result<Collected, String>,
+    delivery: &mut Recorder,
+) -> RunOutput {
+    let ctx = RunContext {
+        config,
+        settings,
+        engine: EngineChoice::Embedded,
+    };
+    execute(&ctx, &mut collect, delivery, &clock)
+}
+
+fn everything(out: &RunOutput, delivery: &Recorder) -> String {
+    let mut text = format!(
+        "{}\n{}\n{:?}\n",
+        out.run_line(),
+        out.loki.to_json(),
+        out.log
+    );
+    for (team, message) in &delivery.posts {
+        text.push_str(&format!("{team}: {}\n", message.to_json()));
+    }
+    text
+}
+
+#[test]
+fn ok_run_posts_every_team_with_violations_but_silenced_and_pushes_once() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(
+        out.report.run.status,
+        RunStatus::Ok,
+        "{}",
+        out.report.run.reason
+    );
+    assert_eq!(out.exit_code(), 0);
+    let teams: Vec<&str> = delivery.posts.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(teams, ["raster", "web"]);
+    assert_eq!(out.report.run.posted, ["raster", "web"]);
+    assert!(out.problems.is_none());
+    assert_eq!(delivery.pushes.len(), 1);
+    assert_eq!(out.report.run.run_id, "20261130T073000Z");
+    assert!(out.report.teams["silenced"].total() == 1);
+    let line: serde_json::Value = serde_json::from_str(&out.run_line()).unwrap();
+    assert_eq!(line["status"], "ok");
+    assert_eq!(line["auditCheck"]["K8sRequiredLabels"], "skipped");
+}
+
+#[test]
+fn missing_webhook_makes_the_run_partial_and_tells_the_default_team() {
+    let config = config();
+    let settings = settings(
+        &config,
+        &[
+            ("INFRA_WEBHOOK", &hook("infra")),
+            ("WEB_WEBHOOK", &hook("web")),
+        ],
+    );
+    let mut delivery = Recorder::default();
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Partial);
+    assert_eq!(out.exit_code(), 1);
+    assert_eq!(out.report.run.failed, ["raster"]);
+    assert_eq!(
+        out.report.run.reason,
+        "team raster: no webhook (RASTER_WEBHOOK is not set)"
+    );
+    let teams: Vec<&str> = delivery.posts.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(
+        teams,
+        ["web", "infra"],
+        "the problems message goes to infra last"
+    );
+    assert!(delivery.posts[1].1.text.contains("RASTER_WEBHOOK"));
+}
+
+#[test]
+fn malformed_webhook_fails_that_team_only_with_invalid_url() {
+    let config = config();
+    let settings = settings(
+        &config,
+        &[
+            ("INFRA_WEBHOOK", &hook("infra")),
+            ("WEB_WEBHOOK", &hook("web")),
+            ("RASTER_WEBHOOK", "hooks.slack.example/services/x y"),
+        ],
+    );
+    let mut delivery = Recorder::default();
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.failed, ["raster"]);
+    assert_eq!(out.report.run.reason, "team raster: invalid URL");
+    assert_eq!(out.report.run.posted, ["web"]);
+}
+
+#[test]
+fn dry_run_from_the_env_posts_nothing_but_still_fails_a_missing_webhook() {
+    let config = config();
+    let settings = settings(
+        &config,
+        &[
+            ("DRY_RUN", "true"),
+            ("INFRA_WEBHOOK", &hook("infra")),
+            ("WEB_WEBHOOK", &hook("web")),
+        ],
+    );
+    assert!(settings.dry_run);
+    let mut delivery = Recorder::default();
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert!(delivery.posts.is_empty(), "a dry run posts nothing");
+    assert_eq!(delivery.pushes.len(), 1, "a dry run still pushes to Loki");
+    assert_eq!(out.report.run.status, RunStatus::Partial);
+    assert_eq!(out.report.run.posted, ["web"]);
+    assert_eq!(out.report.run.failed, ["raster"]);
+    assert!(out.report.run.dry_run);
+    assert_eq!(
+        out.digests.len(),
+        2,
+        "payloads are still rendered for --out"
+    );
+    assert!(out.problems.is_some());
+}
+
+#[test]
+fn failed_post_is_partial_and_an_echoed_webhook_path_never_reaches_output() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let echo = format!("no_service: {}-raster", HOOK_PATH.trim_start_matches('/'));
+    delivery.slack_errors.insert(
+        "raster".into(),
+        SendError::Status {
+            status: 500,
+            body: echo,
+        },
+    );
+    delivery.slack_errors.insert(
+        "web".into(),
+        SendError::Transport(format!(
+            "connection to hooks.slack.example{HOOK_PATH}-web refused"
+        )),
+    );
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Partial);
+    assert_eq!(out.report.run.failed, ["raster", "web"]);
+    assert!(
+        out.report
+            .run
+            .reason
+            .contains("team raster: slack post failed: server answered HTTP 500")
+    );
+    let all = everything(&out, &delivery);
+    assert!(!all.contains("XXXXsecretYYYY"), "secret leaked: {all}");
+    assert!(!all.contains("T0001/B0002"), "secret leaked: {all}");
+}
+
+#[test]
+fn failed_loki_push_is_partial_and_says_so() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder {
+        loki_error: Some(SendError::Status {
+            status: 400,
+            body: "entry out of order".into(),
+        }),
+        ..Recorder::default()
+    };
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Partial);
+    assert_eq!(
+        out.report.run.reason,
+        "loki push failed: server answered HTTP 400: entry out of order"
+    );
+    let (team, message) = delivery.posts.last().unwrap();
+    assert_eq!(team, "infra");
+    assert!(message.text.contains("loki push failed"));
+}
+
+#[test]
+fn collect_failure_skips_the_run_and_pushes_the_run_line_only() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let out = run_with(
+        &config,
+        &settings,
+        || Err("failed to list deployments: API answered 410 Gone (expired continue token)".into()),
+        &mut delivery,
+    );
+    assert_eq!(out.report.run.status, RunStatus::Skipped);
+    assert_eq!(out.exit_code(), 1);
+    assert!(out.report.run.reason.contains("410 Gone"));
+    assert!(out.digests.is_empty());
+    assert_eq!(delivery.posts.len(), 1);
+    assert_eq!(delivery.posts[0].0, "infra");
+    assert_eq!(delivery.pushes[0].line_count(), 1, "only the run line");
+    assert!(
+        out.report
+            .run
+            .audit_check
+            .values()
+            .all(|c| *c == AuditCheck::Skipped)
+    );
+    assert_eq!(out.report.run.audit_check.len(), 2);
+}
+
+#[test]
+fn missing_constraint_kind_skips_the_run() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let out = run_with(
+        &config,
+        &settings,
+        || {
+            let mut c = collected();
+            c.template_kinds.remove("K8sContainerLimits");
+            Ok(c)
+        },
+        &mut delivery,
+    );
+    assert_eq!(out.report.run.status, RunStatus::Skipped);
+    assert_eq!(
+        out.report.run.reason,
+        "missing constraint kind: K8sContainerLimits"
+    );
+}
+
+#[test]
+fn a_panic_while_collecting_is_an_unexpected_error_and_skips() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let out = run_with(&config, &settings, || panic!("boom"), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Skipped);
+    assert_eq!(out.report.run.reason, "unexpected error: boom");
+    assert_eq!(delivery.pushes.len(), 1);
+}
+
+#[test]
+fn audit_mismatch_is_partial_and_names_the_rule() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let out = run_with(
+        &config,
+        &settings,
+        || {
+            let mut c = collected();
+            c.constraints.push(ConstraintAudit {
+                kind: "K8sContainerLimits".into(),
+                name: "limits".into(),
+                created_at: Some("2026-11-01T00:00:00Z".parse().unwrap()),
+                audit_timestamp: Some("2026-11-30T07:00:00Z".parse().unwrap()),
+                total_violations: Some(9),
+            });
+            Ok(c)
+        },
+        &mut delivery,
+    );
+    assert_eq!(out.report.run.status, RunStatus::Partial);
+    assert_eq!(
+        out.report.run.reason,
+        "audit check disagrees for K8sContainerLimits: engine 2, audit 9"
+    );
+    assert_eq!(
+        out.report.run.audit_check["K8sContainerLimits"],
+        AuditCheck::Compared {
+            engine: 2,
+            audit: 9
+        }
+    );
+    assert!(out.report.run.failed.is_empty());
+}
+
+#[test]
+fn no_loki_url_pushes_nothing_and_is_not_a_failure() {
+    let mut config = config();
+    config.loki.url = None;
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert!(delivery.pushes.is_empty());
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    assert!(out.log.iter().any(|l| l.contains("nothing pushed")));
+}
+
+#[test]
+fn clean_teams_get_nothing_unless_post_when_clean() {
+    let config = config();
+    let hooks = all_hooks();
+    let mut env: Vec<(&str, &str)> = hooks
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
+    let mut delivery = Recorder::default();
+    let out = run_with(
+        &config,
+        &settings(&config, &env),
+        || {
+            Ok(Collected {
+                results: Vec::new(),
+                ..collected()
+            })
+        },
+        &mut delivery,
+    );
+    assert!(delivery.posts.is_empty());
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    env.push(("POST_WHEN_CLEAN", "true"));
+    let mut delivery = Recorder::default();
+    let out = run_with(
+        &config,
+        &settings(&config, &env),
+        || {
+            Ok(Collected {
+                results: Vec::new(),
+                ..collected()
+            })
+        },
+        &mut delivery,
+    );
+    let teams: Vec<&str> = delivery.posts.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(teams, ["infra", "raster", "web"], "never silenced");
+    assert_eq!(out.report.run.posted, ["infra", "raster", "web"]);
+}
+
+#[test]
+fn a_failed_problems_post_to_the_default_team_is_recorded() {
+    let config = config();
+    let settings = settings(
+        &config,
+        &[
+            ("INFRA_WEBHOOK", &hook("infra")),
+            ("WEB_WEBHOOK", &hook("web")),
+        ],
+    );
+    let mut delivery = Recorder::default();
+    delivery
+        .slack_errors
+        .insert("infra".into(), SendError::Timeout { seconds: 10 });
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.failed, ["infra", "raster"]);
+    assert!(
+        out.report
+            .run
+            .reason
+            .ends_with("team infra: problems post failed: no answer within 10s")
+    );
+}
+
+#[test]
+fn loki_credentials_never_reach_output() {
+    let config = config();
+    let mut env: Vec<(String, String)> = all_hooks();
+    env.push(("LOKI_TOKEN".into(), "tok-supersecret".into()));
+    let env: BTreeMap<String, String> = env.into_iter().collect();
+    let settings = Settings::from_env(&config, false, &|n| env.get(n).cloned()).unwrap();
+    let mut delivery = Recorder {
+        loki_error: Some(SendError::Status {
+            status: 401,
+            body: "bad token tok-supersecret".into(),
+        }),
+        ..Recorder::default()
+    };
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert!(!everything(&out, &delivery).contains("tok-supersecret"));
+}

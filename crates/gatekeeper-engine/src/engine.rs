@@ -1,0 +1,216 @@
+//! The `gator test` equivalent: every input object goes into `data.inventory`, templates and
+//! constraints are ingested, and every object (templates and constraints included) is reviewed,
+//! in parallel over rayon's pool with one warm evaluator per worker.
+
+use std::sync::Mutex;
+
+use rayon::prelude::*;
+use serde_json::Value;
+
+use crate::error::EngineError;
+use crate::matching::{NamespaceInfo, group_version, str_at};
+use crate::result::ReviewResult;
+use crate::review::{DetailedResult, Evaluator, Inventory, PolicySet, ReviewRequest, ReviewStats};
+
+/// gator's enforcement point.
+pub const GATOR_ENFORCEMENT_POINT: &str = "gator.gatekeeper.sh";
+/// Gatekeeper audit's enforcement point.
+pub const AUDIT_ENFORCEMENT_POINT: &str = "audit.gatekeeper.sh";
+
+/// Which Namespace is attached to a review (`../shared/spec/gatekeeper.md` §2.2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum NamespaceMode {
+    /// `gator test`: an empty Namespace for cluster-scoped objects, the input's Namespace
+    /// object when there is one, a label-less `default`, otherwise none.
+    #[default]
+    GatorTest,
+    /// Gatekeeper audit: none for cluster-scoped objects, the Namespace object (also as
+    /// `input.review.namespaceObject`) for namespaced ones; objects whose Namespace is not in
+    /// the input are skipped, as audit skips them on a lookup error.
+    Audit,
+}
+
+/// Engine options.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EngineOptions {
+    /// How Namespaces are attached to reviews.
+    pub namespace_mode: NamespaceMode,
+    /// The enforcement point scoped actions are resolved for (gator's by default).
+    pub enforcement_point: String,
+}
+
+impl Default for EngineOptions {
+    fn default() -> Self {
+        EngineOptions {
+            namespace_mode: NamespaceMode::GatorTest,
+            enforcement_point: GATOR_ENFORCEMENT_POINT.to_string(),
+        }
+    }
+}
+
+/// What [`Engine::review_all_detailed`] returns.
+#[derive(Debug, Clone, Default)]
+pub struct ReviewOutcome {
+    /// Results sorted by (enforcement action, msg), ties broken deterministically.
+    pub results: Vec<DetailedResult>,
+    /// Evaluation counters.
+    pub stats: ReviewStats,
+}
+
+/// The embedded evaluator over one set of input objects.
+#[derive(Debug)]
+pub struct Engine {
+    objects: Vec<Value>,
+    policies: PolicySet,
+    inventory: Inventory,
+    options: EngineOptions,
+    prototype: Mutex<Evaluator>,
+}
+
+fn is_template(object: &Value) -> bool {
+    let (group, _) = group_version(str_at(object, &["apiVersion"]));
+    group == "templates.gatekeeper.sh" && str_at(object, &["kind"]) == "ConstraintTemplate"
+}
+
+fn is_constraint(object: &Value) -> bool {
+    group_version(str_at(object, &["apiVersion"])).0 == crate::constraint::CONSTRAINT_GROUP
+}
+
+impl Engine {
+    /// Ingests `objects` as `gator test` does: every ConstraintTemplate, then every constraint
+    /// (input order does not matter), then every object into `data.inventory`. Numbers are
+    /// normalised as gator's float64 round trip does ([`crate::gator_numbers`]). The first
+    /// ingestion error is returned; no objects at all is [`EngineError::NoInput`].
+    pub fn new(objects: Vec<Value>, options: EngineOptions) -> Result<Engine, EngineError> {
+        if objects.is_empty() {
+            return Err(EngineError::NoInput);
+        }
+        // Callers may build objects themselves: make every number what gator's float64 makes it.
+        let objects: Vec<Value> = objects
+            .into_iter()
+            .map(crate::reader::gator_numbers)
+            .collect();
+        let mut policies = PolicySet::new();
+        for object in objects.iter().filter(|o| is_template(o)) {
+            policies.add_template(object)?;
+        }
+        for object in objects.iter().filter(|o| is_constraint(o)) {
+            policies.add_constraint(object)?;
+        }
+        let inventory = Inventory::new(&objects)?;
+        let prototype = Mutex::new(policies.evaluator(&inventory)?);
+        Ok(Engine {
+            objects,
+            policies,
+            inventory,
+            options,
+            prototype,
+        })
+    }
+
+    /// The input objects, in input order (`DetailedResult::object_index` points here).
+    pub fn objects(&self) -> &[Value] {
+        &self.objects
+    }
+
+    /// The templates and constraints.
+    pub fn policies(&self) -> &PolicySet {
+        &self.policies
+    }
+
+    /// The constraint as the framework holds it (input plus defaults, no status).
+    pub fn constraint_object(&self, kind: &str, name: &str) -> Option<&Value> {
+        self.policies.constraint(kind, name).map(|c| &c.object)
+    }
+
+    /// Reviews every object; results sorted by (enforcement action, msg).
+    pub fn review_all(&self) -> Vec<ReviewResult> {
+        self.review_all_detailed()
+            .results
+            .into_iter()
+            .map(|d| d.result)
+            .collect()
+    }
+
+    /// Reviews every object, keeping result kinds, object indexes and counters.
+    pub fn review_all_detailed(&self) -> ReviewOutcome {
+        let point = self.options.enforcement_point.as_str();
+        let per_object: Vec<(Vec<DetailedResult>, ReviewStats)> = self
+            .objects
+            .par_iter()
+            .enumerate()
+            .map_init(
+                || {
+                    self.prototype
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .clone()
+                },
+                |evaluator, (index, object)| {
+                    let mut stats = ReviewStats::default();
+                    let results = self.review_one(evaluator, index, object, point, &mut stats);
+                    (results, stats)
+                },
+            )
+            .collect();
+        let mut outcome = ReviewOutcome::default();
+        for (results, stats) in per_object {
+            outcome.stats.reviews += stats.reviews;
+            outcome.results.extend(results);
+        }
+        sort_results(&mut outcome.results);
+        outcome
+    }
+
+    fn review_one(
+        &self,
+        evaluator: &mut Evaluator,
+        index: usize,
+        object: &Value,
+        point: &str,
+        stats: &mut ReviewStats,
+    ) -> Vec<DetailedResult> {
+        let namespace = str_at(object, &["metadata", "namespace"]);
+        let empty = NamespaceInfo::named("");
+        let default = NamespaceInfo::named("default");
+        let (attached, namespace_object) = match self.options.namespace_mode {
+            NamespaceMode::GatorTest => {
+                if namespace.is_empty() {
+                    (Some(&empty), None)
+                } else if let Some(ns) = self.inventory.namespace(namespace) {
+                    (Some(ns), None)
+                } else if namespace == "default" {
+                    (Some(&default), None)
+                } else {
+                    (None, None)
+                }
+            }
+            NamespaceMode::Audit => {
+                if namespace.is_empty() {
+                    (None, None)
+                } else if let Some(ns) = self.inventory.namespace(namespace) {
+                    (Some(ns), ns.object.as_ref())
+                } else {
+                    return Vec::new();
+                }
+            }
+        };
+        let request = ReviewRequest::from_object(object, namespace_object);
+        let mut results = evaluator.review(&self.policies, &request, attached, point, stats);
+        for r in &mut results {
+            r.object_index = index;
+        }
+        results
+    }
+}
+
+/// Sorts like gator (enforcement action, then msg), with a total order for ties.
+pub fn sort_results(results: &mut [DetailedResult]) {
+    results.sort_by(|a, b| {
+        (&a.result.constraint.enforcement_action, &a.result.msg, a).cmp(&(
+            &b.result.constraint.enforcement_action,
+            &b.result.msg,
+            b,
+        ))
+    });
+}

@@ -1,0 +1,109 @@
+//! The engine's error type: every way reading inputs, ingesting templates and constraints, or
+//! building the inventory can fail. Messages follow gator's wording where gator has one.
+
+use std::path::PathBuf;
+
+/// An error from reading inputs or ingesting templates, constraints and data.
+#[derive(Debug, thiserror::Error)]
+pub enum EngineError {
+    /// A named file does not end in `.yaml`, `.yml` or `.json`.
+    #[error("path {path:?} must be of extensions: [.yaml .yml .json]")]
+    Extension {
+        /// The offending path.
+        path: PathBuf,
+    },
+    /// A file or directory could not be read.
+    #[error("reading file {path:?}")]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The I/O error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A YAML document could not be decoded.
+    #[error("reading file {path:?}: reading yaml source")]
+    Yaml {
+        /// The file.
+        path: PathBuf,
+        /// The YAML error.
+        #[source]
+        source: serde_yaml::Error,
+    },
+    /// A JSON document could not be decoded.
+    #[error("reading file {path:?}: reading json source")]
+    Json {
+        /// The file.
+        path: PathBuf,
+        /// The JSON error.
+        #[source]
+        source: serde_json::Error,
+    },
+    /// A document is not what the reader expected (for example not a mapping).
+    #[error("reading file {path:?}: {reason}")]
+    Document {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong.
+        reason: String,
+    },
+    /// No objects at all were read.
+    #[error("no input data identified")]
+    NoInput,
+    /// A ConstraintTemplate could not be ingested or compiled.
+    #[error("adding template {name:?}: {reason}")]
+    Template {
+        /// `metadata.name` of the template.
+        name: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// A template carries only code for engines the embedded evaluator does not run (CEL).
+    #[error(
+        "adding template {name:?}: unsupported engine: the template has only {engines} code; \
+         the embedded engine evaluates Rego only"
+    )]
+    UnsupportedEngine {
+        /// `metadata.name` of the template.
+        name: String,
+        /// The engines the template declares, comma-separated.
+        engines: String,
+    },
+    /// A constraint failed validation against its CRD schema (gator's `ErrSchema`).
+    #[error("adding constraint {name:?}: schema validation failed: {reason}")]
+    Schema {
+        /// `metadata.name` of the constraint.
+        name: String,
+        /// The first validation failures.
+        reason: String,
+    },
+    /// A constraint was rejected for a reason other than its schema.
+    #[error("adding constraint {name:?}: {reason}")]
+    Constraint {
+        /// `metadata.name` of the constraint.
+        name: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// An object could not be added to `data.inventory`.
+    #[error("adding data of GVK {gvk:?}: {reason}")]
+    Data {
+        /// The object's group/version/kind text.
+        gvk: String,
+        /// Why it was rejected.
+        reason: String,
+    },
+    /// An AdmissionReview object could not be turned into a review.
+    #[error("invalid AdmissionReview: {reason}")]
+    AdmissionReview {
+        /// What is wrong with it.
+        reason: String,
+    },
+}
+
+impl EngineError {
+    /// Whether this is a constraint schema-validation failure (what `invalid: true` tests expect).
+    pub fn is_schema(&self) -> bool {
+        matches!(self, EngineError::Schema { .. })
+    }
+}

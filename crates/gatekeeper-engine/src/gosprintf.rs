@@ -1,0 +1,271 @@
+//! `sprintf` as OPA runs it: arguments converted as OPA's builtin converts them (integral
+//! numbers to Go ints, other numbers to float64, strings as is, other values to their Rego
+//! text), then formatted with Go's `fmt` rules, including its error texts (`%!v(MISSING)`,
+//! `%!(EXTRA …)`, `%!d(float64=3.5)`, `%!s(int64=3)`). regorus' own `sprintf` is undefined in
+//! those cases, which drops violations a template meant to report (gatekeeper-library's
+//! horizontalpodautoscaler has one verb too many), so templates are rewritten to call this.
+
+use regorus::Value;
+
+/// The name templates' `sprintf` calls are rewritten to.
+pub(crate) const NAME: &str = "__gk_sprintf";
+
+enum Arg {
+    Int(i128),
+    Float(f64),
+    Str(String),
+    Bool(bool),
+    Other(String),
+}
+
+fn convert(value: &Value) -> Arg {
+    match value {
+        Value::Number(n) => {
+            if n.is_integer()
+                && let Some(i) = n.as_i128()
+            {
+                return Arg::Int(i);
+            }
+            Arg::Float(n.as_f64().unwrap_or(f64::NAN))
+        }
+        Value::String(s) => Arg::Str(s.to_string()),
+        Value::Bool(b) => Arg::Bool(*b),
+        other => Arg::Other(rego_text(other)),
+    }
+}
+
+/// A value's Rego text (OPA's `ast.Value.String()`): JSON-like, `", "` and `": "` separators,
+/// sets in braces (`set()` when empty).
+pub(crate) fn rego_text(value: &Value) -> String {
+    match value {
+        Value::Null => "null".to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(_) => match convert(value) {
+            Arg::Int(i) => i.to_string(),
+            Arg::Float(f) => go_float(f),
+            _ => String::new(),
+        },
+        Value::String(s) => serde_json::to_string(s.as_ref()).unwrap_or_default(),
+        Value::Array(items) => {
+            let parts: Vec<String> = items.iter().map(rego_text).collect();
+            format!("[{}]", parts.join(", "))
+        }
+        Value::Set(items) => {
+            if items.is_empty() {
+                "set()".to_string()
+            } else {
+                let parts: Vec<String> = items.iter().map(rego_text).collect();
+                format!("{{{}}}", parts.join(", "))
+            }
+        }
+        Value::Object(map) => {
+            let parts: Vec<String> = map
+                .iter()
+                .map(|(k, v)| format!("{}: {}", rego_text(k), rego_text(v)))
+                .collect();
+            format!("{{{}}}", parts.join(", "))
+        }
+        Value::Undefined => "undefined".to_string(),
+    }
+}
+
+/// Go's `%v` of a float64 (`%g`, shortest digits): exponent form (`1e-05`, `1.5e+06`) when the
+/// decimal exponent is < -4, or >= 6 for a non-integral value (integral values below 1e21 are
+/// ints by the time they get here).
+fn go_float(f: f64) -> String {
+    if f.is_nan() {
+        return "NaN".to_string();
+    }
+    if f.is_infinite() {
+        return if f > 0.0 { "+Inf" } else { "-Inf" }.to_string();
+    }
+    if f == 0.0 {
+        return "0".to_string();
+    }
+    let sci = format!("{f:e}");
+    let (mantissa, exp) = sci.split_once('e').unwrap_or((&sci, "0"));
+    let exp: i32 = exp.parse().unwrap_or(0);
+    if !(-4..21).contains(&exp) || (exp >= 6 && f.fract() != 0.0) {
+        let sign = if exp < 0 { '-' } else { '+' };
+        format!("{mantissa}e{sign}{:02}", exp.abs())
+    } else {
+        format!("{f}")
+    }
+}
+
+fn type_name(arg: &Arg) -> &'static str {
+    match arg {
+        Arg::Int(_) => "int64",
+        Arg::Float(_) => "float64",
+        Arg::Str(_) => "string",
+        Arg::Bool(_) => "bool",
+        Arg::Other(_) => "ast.Value",
+    }
+}
+
+fn plain(arg: &Arg) -> String {
+    match arg {
+        Arg::Int(i) => i.to_string(),
+        Arg::Float(f) => go_float(*f),
+        Arg::Str(s) => s.clone(),
+        Arg::Bool(b) => b.to_string(),
+        Arg::Other(s) => s.clone(),
+    }
+}
+
+fn bad_verb(verb: char, arg: &Arg) -> String {
+    format!("%!{verb}({}={})", type_name(arg), plain(arg))
+}
+
+fn format_one(verb: char, precision: Option<usize>, arg: &Arg) -> String {
+    match (verb, arg) {
+        ('v', a) => plain(a),
+        ('s', Arg::Str(_) | Arg::Other(_)) => plain(arg),
+        ('d', Arg::Int(i)) => i.to_string(),
+        ('t', Arg::Bool(b)) => b.to_string(),
+        ('q', Arg::Str(s)) => crate::output::go_quote(s),
+        ('x', Arg::Int(i)) => format!("{i:x}"),
+        ('X', Arg::Int(i)) => format!("{i:X}"),
+        ('x', Arg::Str(s)) => s.bytes().map(|b| format!("{b:02x}")).collect(),
+        ('f' | 'F', Arg::Float(f)) => format!("{:.*}", precision.unwrap_or(6), f),
+        ('e', Arg::Float(f)) => {
+            let s = format!("{:.*e}", precision.unwrap_or(6), f);
+            let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
+            let e: i32 = e.parse().unwrap_or(0);
+            format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
+        }
+        ('g', Arg::Float(f)) => go_float(*f),
+        _ => bad_verb(verb, arg),
+    }
+}
+
+fn pad(text: String, width: Option<usize>, left: bool, zero: bool) -> String {
+    let Some(width) = width else {
+        return text;
+    };
+    let len = text.chars().count();
+    if len >= width {
+        return text;
+    }
+    let fill = width - len;
+    if left {
+        format!("{text}{}", " ".repeat(fill))
+    } else if zero {
+        format!("{}{text}", "0".repeat(fill))
+    } else {
+        format!("{}{text}", " ".repeat(fill))
+    }
+}
+
+/// Formats like OPA's `sprintf(format, args)`.
+pub(crate) fn sprintf(format: &str, args: &[Value]) -> String {
+    let args: Vec<Arg> = args.iter().map(convert).collect();
+    let mut out = String::new();
+    let mut next = 0;
+    let mut chars = format.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c != '%' {
+            out.push(c);
+            continue;
+        }
+        let (mut left, mut zero) = (false, false);
+        while let Some(&flag) = chars.peek() {
+            match flag {
+                '-' => left = true,
+                '0' => zero = true,
+                '+' | ' ' | '#' => {}
+                _ => break,
+            }
+            chars.next();
+        }
+        let mut width = None;
+        while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
+            width = Some(width.unwrap_or(0) * 10 + d as usize);
+            chars.next();
+        }
+        let mut precision = None;
+        if chars.peek() == Some(&'.') {
+            chars.next();
+            let mut p = 0;
+            while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
+                p = p * 10 + d as usize;
+                chars.next();
+            }
+            precision = Some(p);
+        }
+        let Some(verb) = chars.next() else {
+            out.push_str("%!(NOVERB)");
+            break;
+        };
+        if verb == '%' {
+            out.push('%');
+            continue;
+        }
+        match args.get(next) {
+            None => out.push_str(&format!("%!{verb}(MISSING)")),
+            Some(arg) => out.push_str(&pad(format_one(verb, precision, arg), width, left, zero)),
+        }
+        next += 1;
+    }
+    if next < args.len() {
+        let extra: Vec<String> = args[next..]
+            .iter()
+            .map(|a| format!("{}={}", type_name(a), plain(a)))
+            .collect();
+        out.push_str(&format!("%!(EXTRA {})", extra.join(", ")));
+    }
+    out
+}
+
+/// The regorus extension: `__gk_sprintf(format, args)`; undefined unless `format` is a string
+/// and `args` an array, as OPA's type checker would reject anything else.
+pub(crate) fn extension(params: Vec<Value>) -> anyhow::Result<Value> {
+    let (Some(Value::String(format)), Some(Value::Array(args))) = (params.first(), params.get(1))
+    else {
+        return Ok(Value::Undefined);
+    };
+    Ok(Value::from(sprintf(format, &args.to_vec())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn v(json: &str) -> Vec<Value> {
+        match Value::from_json_str(json).unwrap() {
+            Value::Array(items) => items.to_vec(),
+            _ => unreachable!("test arrays only"),
+        }
+    }
+
+    #[test]
+    fn go_fmt_error_texts() {
+        assert_eq!(sprintf("%v %v", &v("[1]")), "1 %!v(MISSING)");
+        assert_eq!(sprintf("%v", &v("[1, 2]")), "1%!(EXTRA int64=2)");
+        assert_eq!(sprintf("%d", &v("[3.5]")), "%!d(float64=3.5)");
+        assert_eq!(sprintf("%s", &v("[3]")), "%!s(int64=3)");
+    }
+
+    #[test]
+    fn values_print_like_opa() {
+        assert_eq!(
+            sprintf("%v|%s|%d|%q|%v", &v(r#"["a", "b", 7, "q\"", true]"#)),
+            "a|b|7|\"q\\\"\"|true"
+        );
+        assert_eq!(
+            sprintf(
+                "%v %v",
+                &v(r#"[{"b": 1, "a": [true, null, "s"]}, [1, 2.5]]"#)
+            ),
+            r#"{"a": [true, null, "s"], "b": 1} [1, 2.5]"#
+        );
+        assert_eq!(
+            sprintf("%v %v %v", &v("[0.1, 1500, 0.00001]")),
+            "0.1 1500 1e-05"
+        );
+        assert_eq!(
+            sprintf("%.2f%%|%5d|%-3v|", &v("[2.5, 42, 1]")),
+            "2.50%|   42|1  |"
+        );
+    }
+}

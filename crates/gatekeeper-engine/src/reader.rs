@@ -1,0 +1,249 @@
+//! Reading objects the way gator does: `gator test`'s source reader (files and directories,
+//! `.yaml`/`.yml`/`.json`, recursive, multi-document, numbers as Go `float64`) and
+//! `gator verify`'s file reader (split on `"\n---"`, comment and blank lines dropped).
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Number, Value};
+
+use crate::error::EngineError;
+
+/// The extensions `gator test` reads.
+const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
+
+/// Reads every object from `paths` like `gator test -f`: a file must end in `.yaml`, `.yml` or
+/// `.json`; a directory is walked recursively in lexical order and other files are skipped.
+/// Each file is a multi-document YAML stream or a stream of JSON objects; empty documents are
+/// skipped and every number becomes what Go's `float64` makes of it ([`gator_numbers`]).
+/// Unlike gator, standard input is never read.
+pub fn read_sources(paths: &[PathBuf]) -> Result<Vec<Value>, EngineError> {
+    let mut objects = Vec::new();
+    for path in paths {
+        let meta = std::fs::metadata(path).map_err(|source| EngineError::Io {
+            path: path.clone(),
+            source,
+        })?;
+        if meta.is_dir() {
+            let mut files = Vec::new();
+            walk(path, &mut files)?;
+            for file in files {
+                objects.extend(read_source_file(&file)?);
+            }
+        } else {
+            if !has_extension(path) {
+                return Err(EngineError::Extension { path: path.clone() });
+            }
+            objects.extend(read_source_file(path)?);
+        }
+    }
+    Ok(objects)
+}
+
+fn has_extension(path: &Path) -> bool {
+    path.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| EXTENSIONS.contains(&e))
+}
+
+/// Collects readable files below `dir` in `filepath.Walk` order (lexical, depth first).
+fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), EngineError> {
+    let io = |source| EngineError::Io {
+        path: dir.to_path_buf(),
+        source,
+    };
+    let mut entries = std::fs::read_dir(dir)
+        .map_err(io)?
+        .map(|e| e.map(|e| e.path()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(io)?;
+    entries.sort();
+    for entry in entries {
+        let file_type = std::fs::symlink_metadata(&entry)
+            .map_err(|source| EngineError::Io {
+                path: entry.clone(),
+                source,
+            })?
+            .file_type();
+        if file_type.is_dir() {
+            walk(&entry, files)?;
+        } else if has_extension(&entry) {
+            files.push(entry);
+        }
+    }
+    Ok(())
+}
+
+/// Reads one file as `gator test` does (YAML stream, or a JSON object stream when the first
+/// non-blank character is `{`).
+pub fn read_source_file(path: &Path) -> Result<Vec<Value>, EngineError> {
+    let text = std::fs::read_to_string(path).map_err(|source| EngineError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    parse_stream(path, &text)
+}
+
+/// Parses a YAML or JSON stream into objects (empty documents skipped, numbers normalised).
+pub fn parse_stream(path: &Path, text: &str) -> Result<Vec<Value>, EngineError> {
+    let mut out = Vec::new();
+    if text.trim_start().starts_with('{') {
+        for doc in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
+            let doc = doc.map_err(|source| EngineError::Json {
+                path: path.to_path_buf(),
+                source,
+            })?;
+            push_document(path, gator_numbers(doc), &mut out)?;
+        }
+        return Ok(out);
+    }
+    for doc in serde_yaml::Deserializer::from_str(text) {
+        let value =
+            <serde_yaml::Value as serde::Deserialize>::deserialize(doc).map_err(|source| {
+                EngineError::Yaml {
+                    path: path.to_path_buf(),
+                    source,
+                }
+            })?;
+        push_document(path, yaml_to_json(value), &mut out)?;
+    }
+    Ok(out)
+}
+
+fn push_document(path: &Path, doc: Value, out: &mut Vec<Value>) -> Result<(), EngineError> {
+    match doc {
+        Value::Null => Ok(()),
+        Value::Object(_) => {
+            out.push(doc);
+            Ok(())
+        }
+        other => Err(EngineError::Document {
+            path: path.to_path_buf(),
+            reason: format!("document is not an object: {other}"),
+        }),
+    }
+}
+
+/// Reads a file the way `gator verify` reads object, inventory, template and constraint files:
+/// split on the literal `"\n---"`, delete blank lines and lines whose trimmed text starts with
+/// `#`, parse each document as YAML 1.2, skip empty documents.
+pub fn read_verify_file(path: &Path) -> Result<Vec<Value>, EngineError> {
+    let text = std::fs::read_to_string(path).map_err(|source| EngineError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let mut out = Vec::new();
+    for doc in text.split("\n---") {
+        let cleaned: String = doc
+            .lines()
+            .filter(|line| {
+                let t = line.trim();
+                !t.is_empty() && !t.starts_with('#')
+            })
+            .map(|line| format!("{line}\n"))
+            .collect();
+        if cleaned.is_empty() {
+            continue;
+        }
+        let value: serde_yaml::Value =
+            serde_yaml::from_str(&cleaned).map_err(|source| EngineError::Yaml {
+                path: path.to_path_buf(),
+                source,
+            })?;
+        push_document(path, yaml_to_json(value), &mut out)?;
+    }
+    Ok(out)
+}
+
+/// Converts a YAML value to JSON as Go's YAML-to-JSON round trip does: mapping keys become
+/// strings, tags are dropped, numbers follow [`gator_numbers`].
+pub fn yaml_to_json(value: serde_yaml::Value) -> Value {
+    match value {
+        serde_yaml::Value::Null => Value::Null,
+        serde_yaml::Value::Bool(b) => Value::Bool(b),
+        serde_yaml::Value::Number(n) => {
+            let f = n
+                .as_f64()
+                .or_else(|| n.as_i64().map(|i| i as f64))
+                .unwrap_or(0.0);
+            float_number(f)
+        }
+        serde_yaml::Value::String(s) => Value::String(s),
+        serde_yaml::Value::Sequence(items) => {
+            Value::Array(items.into_iter().map(yaml_to_json).collect())
+        }
+        serde_yaml::Value::Mapping(map) => {
+            let mut out = Map::new();
+            for (k, v) in map {
+                out.insert(yaml_key(k), yaml_to_json(v));
+            }
+            Value::Object(out)
+        }
+        serde_yaml::Value::Tagged(tagged) => yaml_to_json(tagged.value),
+    }
+}
+
+fn yaml_key(key: serde_yaml::Value) -> String {
+    match key {
+        serde_yaml::Value::String(s) => s,
+        serde_yaml::Value::Null => "null".to_string(),
+        serde_yaml::Value::Bool(b) => b.to_string(),
+        serde_yaml::Value::Number(n) => n.to_string(),
+        other => serde_json::to_string(&yaml_to_json(other)).unwrap_or_default(),
+    }
+}
+
+/// Makes every number what Go's `float64` makes of it: integral values within `i64` stay
+/// integers (printed without a fraction, as Go prints them), others become `f64`.
+pub fn gator_numbers(value: Value) -> Value {
+    match value {
+        Value::Number(n) => float_number(n.as_f64().unwrap_or(0.0)),
+        Value::Array(items) => Value::Array(items.into_iter().map(gator_numbers).collect()),
+        Value::Object(map) => Value::Object(
+            map.into_iter()
+                .map(|(k, v)| (k, gator_numbers(v)))
+                .collect(),
+        ),
+        other => other,
+    }
+}
+
+fn float_number(f: f64) -> Value {
+    if f.is_finite() && f.fract() == 0.0 && f.abs() < 9.2e18 {
+        Value::Number(Number::from(f as i64))
+    } else {
+        Number::from_f64(f).map_or(Value::Null, Value::Number)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_become_float64_values() {
+        let v = gator_numbers(
+            serde_json::json!({"a": 1, "b": 2.0, "c": 2.5, "d": [12345678901234567890u64]}),
+        );
+        assert_eq!(v["a"], serde_json::json!(1));
+        assert_eq!(v["b"], serde_json::json!(2));
+        assert_eq!(v["c"], serde_json::json!(2.5));
+        assert_eq!(v["d"][0], serde_json::json!(12345678901234567000.0));
+    }
+
+    #[test]
+    fn yaml_streams_skip_empty_documents_and_json_streams_parse() {
+        let docs = parse_stream(Path::new("x.yaml"), "a: 1\n---\n---\nb: 1.50\n").unwrap();
+        assert_eq!(
+            docs,
+            vec![serde_json::json!({"a": 1}), serde_json::json!({"b": 1.5})]
+        );
+        let docs = parse_stream(Path::new("x.json"), "{\"a\": 1} {\"b\": 2}").unwrap();
+        assert_eq!(docs.len(), 2);
+    }
+
+    #[test]
+    fn non_object_documents_are_errors() {
+        let err = parse_stream(Path::new("x.yaml"), "- 1\n- 2\n").unwrap_err();
+        assert!(err.to_string().contains("not an object"), "{err}");
+    }
+}

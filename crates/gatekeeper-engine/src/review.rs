@@ -1,0 +1,627 @@
+//! Reviews (`../shared/spec/gatekeeper.md` §3.3–§3.6): the policy set (templates and
+//! constraints), `data.inventory`, `input.review` as the framework builds it, and the
+//! evaluator that runs every matching constraint's template and turns its `violation` set into
+//! results (msg/details, identical violations collapsed, evaluation errors as results,
+//! matching errors as autoreject results, enforcement actions copied).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
+
+use serde_json::{Map, Value};
+
+use crate::constraint::{self, Constraint};
+use crate::error::EngineError;
+use crate::matching::{NamespaceInfo, Source, group_version, str_at};
+use crate::result::{ADMISSION_TARGET, ConstraintRef, ObjectRef, ReviewResult};
+use crate::template::{Template, one_line_error};
+
+/// Which kind of result a [`DetailedResult`] is (they render differently in gator's JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum ResultKind {
+    /// A `violation` element with a string `msg`.
+    Violation,
+    /// A Rego evaluation error, reported for every matching constraint of the template.
+    EvalError,
+    /// A matching error (for example a namespaceSelector with the Namespace unknown).
+    Autoreject,
+}
+
+/// A result with what is needed to render it like gator (its kind).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct DetailedResult {
+    /// The result.
+    pub result: ReviewResult,
+    /// What kind of result it is.
+    pub kind: ResultKind,
+    /// Index of the reviewed object in the engine's input (0 for single reviews).
+    pub object_index: usize,
+}
+
+/// The templates and constraints under review, in a stable order.
+#[derive(Debug, Default)]
+pub struct PolicySet {
+    templates: Vec<Template>,
+    constraints: Vec<Constraint>,
+}
+
+impl PolicySet {
+    /// An empty policy set.
+    pub fn new() -> PolicySet {
+        PolicySet::default()
+    }
+
+    /// Ingests and compiles a ConstraintTemplate (replacing one with the same kind).
+    pub fn add_template(&mut self, object: &Value) -> Result<(), EngineError> {
+        let template = Template::from_object(object)?;
+        match self
+            .templates
+            .iter()
+            .position(|t| t.kind.eq_ignore_ascii_case(&template.kind))
+        {
+            Some(i) => self.templates[i] = template,
+            None => self.templates.push(template),
+        }
+        Ok(())
+    }
+
+    /// Ingests a constraint (its template must already be added), replacing one with the same
+    /// kind and name.
+    pub fn add_constraint(&mut self, object: &Value) -> Result<(), EngineError> {
+        let templates = &self.templates;
+        let c = constraint::ingest(object, |lower| {
+            templates
+                .iter()
+                .enumerate()
+                .find(|(_, t)| t.kind.to_lowercase() == lower)
+        })?;
+        self.constraints
+            .retain(|old| !(old.kind == c.kind && old.name == c.name));
+        self.constraints.push(c);
+        self.constraints
+            .sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
+        Ok(())
+    }
+
+    /// The compiled templates.
+    pub fn templates(&self) -> &[Template] {
+        &self.templates
+    }
+
+    /// The constraints, sorted by kind and name.
+    pub fn constraints(&self) -> &[Constraint] {
+        &self.constraints
+    }
+
+    /// The constraint with this kind and name.
+    pub fn constraint(&self, kind: &str, name: &str) -> Option<&Constraint> {
+        self.constraints
+            .iter()
+            .find(|c| c.kind == kind && c.name == name)
+    }
+
+    /// An evaluator over `inventory`: each template's engine is cloned once, given the
+    /// inventory and prepared, so clones of the evaluator start warm.
+    pub fn evaluator(&self, inventory: &Inventory) -> Result<Evaluator, EngineError> {
+        let mut engines = Vec::with_capacity(self.templates.len());
+        for template in &self.templates {
+            let mut engine = template.engine();
+            engine
+                .add_data(inventory.data.clone())
+                .map_err(|e| EngineError::Template {
+                    name: template.name.clone(),
+                    reason: format!("adding data.inventory: {}", one_line_error(&e)),
+                })?;
+            engine.set_input(regorus::Value::new_object());
+            // Warm up (prepare); the result on an empty input does not matter.
+            let _ = engine.eval_rule(template.rule.clone());
+            let _ = engine.take_prints();
+            engines.push(engine);
+        }
+        let parameters = self
+            .constraints
+            .iter()
+            .map(|c| to_rego(&c.parameters))
+            .collect();
+        Ok(Evaluator {
+            engines,
+            parameters,
+            namespaces: inventory.namespaces.clone(),
+        })
+    }
+}
+
+/// `data.inventory` and the namespace cache built from the same objects.
+#[derive(Debug, Clone)]
+pub struct Inventory {
+    data: regorus::Value,
+    namespaces: Arc<BTreeMap<String, NamespaceInfo>>,
+}
+
+impl Inventory {
+    /// An empty inventory (`data.inventory` is `{}`).
+    pub fn empty() -> Inventory {
+        Inventory::new(&[]).unwrap_or_else(|_| Inventory {
+            data: regorus::Value::new_object(),
+            namespaces: Arc::default(),
+        })
+    }
+
+    /// Builds `data.inventory` (cluster / namespace layout) from `objects`; `v1 Namespace`
+    /// objects also go into the namespace cache. Objects without a version or kind are errors.
+    pub fn new(objects: &[Value]) -> Result<Inventory, EngineError> {
+        let mut cluster = Map::new();
+        let mut namespaced = Map::new();
+        let mut namespaces = BTreeMap::new();
+        for object in objects {
+            let api_version = str_at(object, &["apiVersion"]);
+            let kind = str_at(object, &["kind"]);
+            let name = str_at(object, &["metadata", "name"]);
+            let (_, version) = group_version(api_version);
+            if version.is_empty() || kind.is_empty() {
+                return Err(EngineError::Data {
+                    gvk: format!("{api_version}, Kind={kind}"),
+                    reason: format!(
+                        "{ADMISSION_TARGET}: invalid request object: resource {name} has no {}",
+                        if version.is_empty() {
+                            "version"
+                        } else {
+                            "kind"
+                        }
+                    ),
+                });
+            }
+            let namespace = str_at(object, &["metadata", "namespace"]);
+            let root = if namespace.is_empty() {
+                &mut cluster
+            } else {
+                namespaced
+                    .entry(namespace.to_string())
+                    .or_insert_with(|| Value::Object(Map::new()))
+                    .as_object_mut()
+                    .expect("namespace entries are objects")
+            };
+            let by_kind = root
+                .entry(api_version.to_string())
+                .or_insert_with(|| Value::Object(Map::new()))
+                .as_object_mut()
+                .expect("group-version entries are objects")
+                .entry(kind.to_string())
+                .or_insert_with(|| Value::Object(Map::new()))
+                .as_object_mut()
+                .expect("kind entries are objects");
+            by_kind.insert(name.to_string(), object.clone());
+            if api_version == "v1" && kind == "Namespace" {
+                namespaces.insert(name.to_string(), NamespaceInfo::from_object(object));
+            }
+        }
+        let mut inventory = Map::new();
+        if !cluster.is_empty() {
+            inventory.insert("cluster".to_string(), Value::Object(cluster));
+        }
+        if !namespaced.is_empty() {
+            inventory.insert("namespace".to_string(), Value::Object(namespaced));
+        }
+        let mut data = Map::new();
+        data.insert("inventory".to_string(), Value::Object(inventory));
+        Ok(Inventory {
+            data: to_rego(&Value::Object(data)),
+            namespaces: Arc::new(namespaces),
+        })
+    }
+
+    /// The cached `v1 Namespace` called `name`.
+    pub fn namespace(&self, name: &str) -> Option<&NamespaceInfo> {
+        self.namespaces.get(name)
+    }
+}
+
+/// One review: `input.review` as the framework builds it, plus the review source.
+#[derive(Debug, Clone)]
+pub struct ReviewRequest {
+    review: Value,
+    rego_review: regorus::Value,
+    source: Option<Source>,
+}
+
+impl ReviewRequest {
+    /// The review of a plain object (`gator test`, `gator verify`, audit): a synthetic
+    /// AdmissionRequest with empty operation and userInfo, `oldObject` null, and
+    /// `namespaceObject` (audit only; `None` gives `null`).
+    pub fn from_object(object: &Value, namespace_object: Option<&Value>) -> ReviewRequest {
+        let api_version = str_at(object, &["apiVersion"]);
+        let (group, version) = group_version(api_version);
+        let mut review = Map::new();
+        review.insert("uid".into(), Value::String(String::new()));
+        review.insert(
+            "kind".into(),
+            serde_json::json!({"group": group, "version": version, "kind": str_at(object, &["kind"])}),
+        );
+        review.insert(
+            "resource".into(),
+            serde_json::json!({"group": "", "version": "", "resource": ""}),
+        );
+        let name = str_at(object, &["metadata", "name"]);
+        if !name.is_empty() {
+            review.insert("name".into(), Value::String(name.to_string()));
+        }
+        let namespace = str_at(object, &["metadata", "namespace"]);
+        if !namespace.is_empty() {
+            review.insert("namespace".into(), Value::String(namespace.to_string()));
+        }
+        review.insert("operation".into(), Value::String(String::new()));
+        review.insert("userInfo".into(), Value::Object(Map::new()));
+        review.insert("object".into(), object.clone());
+        review.insert("oldObject".into(), Value::Null);
+        review.insert("options".into(), Value::Null);
+        review.insert(
+            "namespaceObject".into(),
+            namespace_object.cloned().unwrap_or(Value::Null),
+        );
+        ReviewRequest::new(Value::Object(review), Some(Source::Original))
+    }
+
+    /// The review of an `admission.k8s.io` AdmissionReview (`gator verify`): its `request` as
+    /// given; on `DELETE` the object is the old object.
+    pub fn from_admission_review(review: &Value) -> Result<ReviewRequest, EngineError> {
+        let bad = |reason: &str| EngineError::AdmissionReview {
+            reason: reason.to_string(),
+        };
+        let request = review
+            .get("request")
+            .and_then(Value::as_object)
+            .ok_or_else(|| bad("request must be present"))?;
+        let present = |key: &str| request.get(key).is_some_and(|v| !v.is_null());
+        if !present("object") && !present("oldObject") {
+            return Err(bad("request must define object or oldObject"));
+        }
+        let mut out = Map::new();
+        out.insert(
+            "uid".into(),
+            request
+                .get("uid")
+                .cloned()
+                .unwrap_or(Value::String(String::new())),
+        );
+        out.insert(
+            "kind".into(),
+            request
+                .get("kind")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({"group": "", "version": "", "kind": ""})),
+        );
+        out.insert(
+            "resource".into(),
+            request
+                .get("resource")
+                .cloned()
+                .unwrap_or_else(|| serde_json::json!({"group": "", "version": "", "resource": ""})),
+        );
+        for key in [
+            "subResource",
+            "requestKind",
+            "requestResource",
+            "requestSubResource",
+            "name",
+            "namespace",
+        ] {
+            if let Some(v) = request.get(key).filter(|v| !v.is_null() && *v != "") {
+                out.insert(key.into(), v.clone());
+            }
+        }
+        out.insert(
+            "operation".into(),
+            request
+                .get("operation")
+                .cloned()
+                .unwrap_or(Value::String(String::new())),
+        );
+        out.insert(
+            "userInfo".into(),
+            request
+                .get("userInfo")
+                .cloned()
+                .unwrap_or(Value::Object(Map::new())),
+        );
+        let old = request.get("oldObject").cloned().unwrap_or(Value::Null);
+        let mut object = request.get("object").cloned().unwrap_or(Value::Null);
+        if request.get("operation").and_then(Value::as_str) == Some("DELETE") {
+            object = old.clone();
+        }
+        out.insert("object".into(), object);
+        out.insert("oldObject".into(), old);
+        if let Some(v) = request.get("dryRun").filter(|v| !v.is_null()) {
+            out.insert("dryRun".into(), v.clone());
+        }
+        out.insert(
+            "options".into(),
+            request.get("options").cloned().unwrap_or(Value::Null),
+        );
+        out.insert("namespaceObject".into(), Value::Null);
+        Ok(ReviewRequest::new(
+            Value::Object(out),
+            Some(Source::Original),
+        ))
+    }
+
+    fn new(review: Value, source: Option<Source>) -> ReviewRequest {
+        let rego_review = to_rego(&review);
+        ReviewRequest {
+            review,
+            rego_review,
+            source,
+        }
+    }
+
+    /// `input.review` as JSON.
+    pub fn review(&self) -> &Value {
+        &self.review
+    }
+
+    fn object(&self) -> Option<&Value> {
+        self.review.get("object").filter(|v| !v.is_null())
+    }
+
+    fn old_object(&self) -> Option<&Value> {
+        self.review.get("oldObject").filter(|v| !v.is_null())
+    }
+
+    /// The object results are about: `object`, or `oldObject` when there is none.
+    fn subject(&self) -> &Value {
+        self.object().or(self.old_object()).unwrap_or(&Value::Null)
+    }
+}
+
+/// Per-review counters.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ReviewStats {
+    /// Template evaluations run: (object × matching constraint).
+    pub reviews: usize,
+}
+
+/// A set of warm template engines over one inventory. Clone it for each worker thread.
+#[derive(Debug, Clone)]
+pub struct Evaluator {
+    engines: Vec<regorus::Engine>,
+    parameters: Vec<regorus::Value>,
+    namespaces: Arc<BTreeMap<String, NamespaceInfo>>,
+}
+
+impl Evaluator {
+    /// Reviews one request against every constraint of `policies` (which must be the set this
+    /// evaluator was made from). `attached` is the Namespace attached to the review; when it is
+    /// `None` and the object is namespaced, the namespace cache is consulted, as the
+    /// framework's matcher does. Scoped constraints run only if they apply to `point`.
+    pub fn review(
+        &mut self,
+        policies: &PolicySet,
+        request: &ReviewRequest,
+        attached: Option<&NamespaceInfo>,
+        point: &str,
+        stats: &mut ReviewStats,
+    ) -> Vec<DetailedResult> {
+        let subject = request.subject();
+        let object_ref = object_ref(subject);
+        let namespaces = Arc::clone(&self.namespaces);
+        let cached;
+        let attached = match attached {
+            Some(ns) => Some(ns),
+            None => {
+                let ns = str_at(subject, &["metadata", "namespace"]);
+                cached = if ns.is_empty() {
+                    None
+                } else {
+                    namespaces.get(ns)
+                };
+                cached
+            }
+        };
+        let mut out = Vec::new();
+        let constraints = policies.constraints();
+        let mut start = 0;
+        while start < constraints.len() {
+            let kind = &constraints[start].kind;
+            let end = start
+                + constraints[start..]
+                    .iter()
+                    .take_while(|c| &c.kind == kind)
+                    .count();
+            let mut matched = Vec::new();
+            for (offset, c) in constraints[start..end].iter().enumerate() {
+                if !c.runs_at(point) {
+                    continue;
+                }
+                match c.matcher.matches_review(
+                    request.object(),
+                    request.old_object(),
+                    attached,
+                    request.source,
+                ) {
+                    Ok(true) => matched.push(start + offset),
+                    Ok(false) => {}
+                    Err(e) => out.push(DetailedResult {
+                        result: make_result(
+                            c,
+                            point,
+                            &object_ref,
+                            format!(
+                                "unable to match constraints: error matching the requested object: {} :failed to run Match criteria: {e}",
+                                object_ref.name
+                            ),
+                            None,
+                        ),
+                        kind: ResultKind::Autoreject,
+                        object_index: 0,
+                    }),
+                }
+            }
+            if !matched.is_empty() {
+                out.extend(self.evaluate_kind(
+                    policies,
+                    request,
+                    &matched,
+                    &object_ref,
+                    point,
+                    stats,
+                ));
+            }
+            start = end;
+        }
+        out
+    }
+
+    fn evaluate_kind(
+        &mut self,
+        policies: &PolicySet,
+        request: &ReviewRequest,
+        matched: &[usize],
+        object_ref: &ObjectRef,
+        point: &str,
+        stats: &mut ReviewStats,
+    ) -> Vec<DetailedResult> {
+        let constraints = policies.constraints();
+        let template_index = constraints[matched[0]].template;
+        let rule = policies.templates()[template_index].rule.clone();
+        let engine = &mut self.engines[template_index];
+        let mut results = Vec::new();
+        let mut error: Option<String> = None;
+        for &index in matched {
+            stats.reviews += 1;
+            let c = &constraints[index];
+            let mut input = regorus::Value::new_object();
+            if let Ok(map) = input.as_object_mut() {
+                map.insert(regorus::Value::from("review"), request.rego_review.clone());
+                map.insert(
+                    regorus::Value::from("parameters"),
+                    self.parameters[index].clone(),
+                );
+            }
+            engine.set_input(input);
+            let outcome = engine.eval_rule(rule.clone());
+            let _ = engine.take_prints();
+            match outcome {
+                Ok(value) => match collect(&value) {
+                    Ok(found) => {
+                        for (msg, details) in found {
+                            results.push(DetailedResult {
+                                result: make_result(c, point, object_ref, msg, Some(details)),
+                                kind: ResultKind::Violation,
+                                object_index: 0,
+                            });
+                        }
+                    }
+                    Err(e) => {
+                        error = Some(e);
+                        break;
+                    }
+                },
+                Err(e) => {
+                    error = Some(one_line_error(&e));
+                    break;
+                }
+            }
+        }
+        match error {
+            None => results,
+            Some(text) => matched
+                .iter()
+                .map(|&index| DetailedResult {
+                    result: make_result(&constraints[index], point, object_ref, text.clone(), None),
+                    kind: ResultKind::EvalError,
+                    object_index: 0,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// Converts JSON to a regorus value directly (regorus' own conversion goes through serde and
+/// an owned copy, which dominated the per-object cost).
+pub(crate) fn to_rego(value: &Value) -> regorus::Value {
+    match value {
+        Value::Null => regorus::Value::Null,
+        Value::Bool(b) => regorus::Value::from(*b),
+        Value::Number(n) => {
+            if let Some(i) = n.as_i64() {
+                regorus::Value::from(i)
+            } else if let Some(u) = n.as_u64() {
+                regorus::Value::from(u)
+            } else {
+                regorus::Value::from(n.as_f64().unwrap_or(0.0))
+            }
+        }
+        Value::String(s) => regorus::Value::from(s.as_str()),
+        Value::Array(items) => regorus::Value::from(items.iter().map(to_rego).collect::<Vec<_>>()),
+        Value::Object(map) => regorus::Value::from(
+            map.iter()
+                .map(|(k, v)| (regorus::Value::from(k.as_str()), to_rego(v)))
+                .collect::<BTreeMap<_, _>>(),
+        ),
+    }
+}
+
+/// The distinct (msg, details JSON) pairs of a `violation` set; elements without a `msg` are
+/// dropped, a non-string `msg` or a non-set value is an error.
+fn collect(value: &regorus::Value) -> Result<BTreeSet<(String, String)>, String> {
+    let mut out = BTreeSet::new();
+    match value {
+        regorus::Value::Undefined => {}
+        regorus::Value::Set(set) => {
+            for element in set.iter() {
+                let msg = &element["msg"];
+                let msg = match msg {
+                    regorus::Value::Undefined => continue,
+                    regorus::Value::String(s) => s.to_string(),
+                    other => {
+                        return Err(format!(
+                            "violation msg must be a string, got {}",
+                            serde_json::to_string(other).unwrap_or_default()
+                        ));
+                    }
+                };
+                let details = match &element["details"] {
+                    regorus::Value::Undefined => "{}".to_string(),
+                    d => serde_json::to_string(d).unwrap_or_else(|_| "{}".to_string()),
+                };
+                out.insert((msg, details));
+            }
+        }
+        other => {
+            return Err(format!(
+                "violation must be a set of objects, got {}",
+                serde_json::to_string(other).unwrap_or_default()
+            ));
+        }
+    }
+    Ok(out)
+}
+
+fn make_result(
+    c: &Constraint,
+    point: &str,
+    object: &ObjectRef,
+    msg: String,
+    details: Option<String>,
+) -> ReviewResult {
+    ReviewResult {
+        target: ADMISSION_TARGET.to_string(),
+        msg,
+        details,
+        constraint: ConstraintRef {
+            kind: c.kind.clone(),
+            name: c.name.clone(),
+            enforcement_action: c.enforcement_action.clone(),
+            scoped_actions: c.scoped_actions_for(point),
+        },
+        object: object.clone(),
+    }
+}
+
+fn object_ref(object: &Value) -> ObjectRef {
+    let namespace = str_at(object, &["metadata", "namespace"]);
+    ObjectRef {
+        api_version: str_at(object, &["apiVersion"]).to_string(),
+        kind: str_at(object, &["kind"]).to_string(),
+        namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
+        name: str_at(object, &["metadata", "name"]).to_string(),
+    }
+}

@@ -1,0 +1,534 @@
+//! Source checks and rewrites applied to template Rego before regorus parses it.
+//!
+//! The checks reproduce what the constraint framework enforces at template ingestion (allowed
+//! imports, `data.*` refs, a `violation` rule). The rewrites close regorus 0.14 gaps that a
+//! template can observe (`../shared/spec/gatekeeper.md` §5.3):
+//!
+//! - G2: a body line starting with `(` after a line that ends an expression is parsed by
+//!   regorus as a call of the previous line's ref; we end the previous literal with `;`.
+//! - G3: v0 multi-body rules `head { a } { b }` fail to parse in regorus; we repeat the head
+//!   (`head { a }` newline `head { b }`), which is what they mean.
+//! - G4: `not f(x.y)` succeeds in regorus when `x.y` is undefined, while OPA hoists call
+//!   arguments out of the negation so the body is undefined; we guard dotted-ref arguments with
+//!   `_ = x.y;` before the `not`.
+//!
+//! Everything works on a byte mask of "code" (outside strings and comments).
+
+/// Marks every byte of `src` that is code (not inside a string, raw string or comment).
+fn code_mask(src: &str) -> Vec<bool> {
+    let bytes = src.as_bytes();
+    let mut mask = vec![true; bytes.len()];
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'#' => {
+                while i < bytes.len() && bytes[i] != b'\n' {
+                    mask[i] = false;
+                    i += 1;
+                }
+            }
+            b'"' => {
+                mask[i] = false;
+                i += 1;
+                while i < bytes.len() {
+                    mask[i] = false;
+                    if bytes[i] == b'\\' && i + 1 < bytes.len() {
+                        mask[i + 1] = false;
+                        i += 2;
+                        continue;
+                    }
+                    if bytes[i] == b'"' || bytes[i] == b'\n' {
+                        i += 1;
+                        break;
+                    }
+                    i += 1;
+                }
+            }
+            b'`' => {
+                mask[i] = false;
+                i += 1;
+                while i < bytes.len() {
+                    mask[i] = false;
+                    i += 1;
+                    if bytes[i - 1] == b'`' {
+                        break;
+                    }
+                }
+            }
+            _ => i += 1,
+        }
+    }
+    mask
+}
+
+fn is_ident(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b == b'_'
+}
+
+/// Whether a byte can end an expression (so a following `(` on a new line starts a new literal).
+fn ends_expression(b: u8) -> bool {
+    is_ident(b) || matches!(b, b')' | b']' | b'}' | b'"' | b'`')
+}
+
+/// The import paths of a module (`import a.b.c [as x]`), in order.
+pub(crate) fn imports(src: &str) -> Vec<String> {
+    let mask = code_mask(src);
+    let mut out = Vec::new();
+    let mut offset = 0;
+    for line in src.split_inclusive('\n') {
+        let trimmed = line.trim_start();
+        let start = offset + (line.len() - trimmed.len());
+        if trimmed.starts_with("import ") && mask.get(start).copied().unwrap_or(false) {
+            let path: String = trimmed["import ".len()..]
+                .trim_start()
+                .chars()
+                .take_while(|c| !c.is_whitespace() && *c != '#')
+                .collect();
+            out.push(path);
+        }
+        offset += line.len();
+    }
+    out
+}
+
+/// Checks an import as the framework's rewriter does: `data.lib…`, `data.inventory…` and
+/// `future.…` are allowed; `input…` is "cannot import input"; anything else (including
+/// `rego.v1`) is a "bad import".
+pub(crate) fn check_import(path: &str) -> Result<(), String> {
+    let allowed = path == "data.lib"
+        || path.starts_with("data.lib.")
+        || path.starts_with("data.lib[")
+        || path == "data.inventory"
+        || path.starts_with("data.inventory.")
+        || path.starts_with("data.inventory[")
+        || path == "future"
+        || path.starts_with("future.");
+    if allowed {
+        Ok(())
+    } else if path == "input" || path.starts_with("input.") || path.starts_with("input[") {
+        Err(format!("cannot import input: {path}"))
+    } else {
+        Err(format!("bad import: {path}"))
+    }
+}
+
+/// Every `data` ref in code that is not below `data.lib` or `data.inventory` (import lines
+/// are checked separately).
+pub(crate) fn disallowed_data_refs(src: &str) -> Vec<String> {
+    let mask = code_mask(src);
+    let bytes = src.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while let Some(found) = src[i..].find("data") {
+        let at = i + found;
+        i = at + 4;
+        if !mask[at] {
+            continue;
+        }
+        let before_ok = at == 0 || !(is_ident(bytes[at - 1]) || bytes[at - 1] == b'.');
+        let after = bytes.get(at + 4).copied();
+        if !before_ok || after.is_some_and(is_ident) {
+            continue;
+        }
+        let line_start = src[..at].rfind('\n').map_or(0, |p| p + 1);
+        if src[line_start..at].trim_start().starts_with("import") {
+            continue;
+        }
+        let rest = &src[at + 4..];
+        let ok = rest.starts_with(".lib") && !rest[4..].bytes().next().is_some_and(is_ident)
+            || rest.starts_with(".inventory") && !rest[10..].bytes().next().is_some_and(is_ident)
+            || rest.starts_with("[\"lib\"]")
+            || rest.starts_with("[\"inventory\"]");
+        if !ok {
+            let text: String = src[at..]
+                .chars()
+                .take_while(|c| c.is_alphanumeric() || matches!(c, '_' | '.' | '[' | ']' | '"'))
+                .collect();
+            out.push(text);
+        }
+    }
+    out
+}
+
+/// Whether the module defines a rule named `violation` (at the start of a top-level line).
+pub(crate) fn defines_violation(src: &str) -> bool {
+    rule_heads(src).iter().any(|(name, _)| name == "violation")
+}
+
+/// Whether a v1 module defines `violation[...]` (a ref-head partial object, gatekeeper #3577).
+pub(crate) fn v1_bracket_violation(src: &str) -> bool {
+    rule_heads(src)
+        .iter()
+        .any(|(name, next)| name == "violation" && *next == b'[')
+}
+
+/// (rule name, the first non-blank byte after it) for each top-level line starting with an
+/// identifier.
+fn rule_heads(src: &str) -> Vec<(String, u8)> {
+    let mask = code_mask(src);
+    let bytes = src.as_bytes();
+    let mut depth: i32 = 0;
+    let mut at_line_start = true;
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        let b = bytes[i];
+        if b == b'\n' {
+            at_line_start = true;
+            i += 1;
+            continue;
+        }
+        if !mask[i] || b == b' ' || b == b'\t' || b == b'\r' {
+            i += 1;
+            continue;
+        }
+        if at_line_start && depth == 0 && (b.is_ascii_alphabetic() || b == b'_') {
+            let start = i;
+            while i < bytes.len() && is_ident(bytes[i]) {
+                i += 1;
+            }
+            let name = src[start..i].to_string();
+            let mut j = i;
+            while j < bytes.len() && (bytes[j] == b' ' || bytes[j] == b'\t') {
+                j += 1;
+            }
+            out.push((name, bytes.get(j).copied().unwrap_or(b'\n')));
+            at_line_start = false;
+            continue;
+        }
+        at_line_start = false;
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            _ => {}
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Applies the gap rewrites (G2 always, G3 for v0 only, G4 always) and routes `sprintf` to the
+/// Go-compatible implementation.
+pub(crate) fn rewrite(src: &str, v1: bool) -> String {
+    let mut out = fix_newline_paren(src);
+    if !v1 {
+        out = split_multi_body(&out);
+    }
+    redirect_sprintf(&hoist_not_call_args(&out))
+}
+
+/// Replaces calls of the `sprintf` builtin by calls of [`crate::gosprintf::NAME`].
+fn redirect_sprintf(src: &str) -> String {
+    let mask = code_mask(src);
+    let bytes = src.as_bytes();
+    let mut out = String::with_capacity(src.len() + 64);
+    let mut last = 0;
+    let mut i = 0;
+    while let Some(found) = src[i..].find("sprintf(") {
+        let at = i + found;
+        i = at + "sprintf(".len();
+        if !mask[at] || (at > 0 && (is_ident(bytes[at - 1]) || bytes[at - 1] == b'.')) {
+            continue;
+        }
+        out.push_str(&src[last..at]);
+        out.push_str(crate::gosprintf::NAME);
+        out.push('(');
+        last = i;
+    }
+    out.push_str(&src[last..]);
+    out
+}
+
+/// G2: end the previous literal with `;` when a body line starts with `(`.
+fn fix_newline_paren(src: &str) -> String {
+    let mask = code_mask(src);
+    let bytes = src.as_bytes();
+    let mut inserts = Vec::new();
+    let mut stack: Vec<u8> = Vec::new();
+    let mut last_code: Option<(usize, u8)> = None;
+    let mut line_first = true;
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'\n' {
+            line_first = true;
+            continue;
+        }
+        if !mask[i] || b.is_ascii_whitespace() {
+            continue;
+        }
+        if line_first
+            && b == b'('
+            && stack.last() == Some(&b'{')
+            && let Some((pos, prev)) = last_code
+            && ends_expression(prev)
+            && src[pos..i].contains('\n')
+        {
+            inserts.push(pos + 1);
+        }
+        line_first = false;
+        match b {
+            b'(' | b'[' | b'{' => stack.push(b),
+            b')' | b']' | b'}' => {
+                stack.pop();
+            }
+            _ => {}
+        }
+        last_code = Some((i, b));
+    }
+    insert_all(
+        src,
+        inserts.into_iter().map(|p| (p, ";".to_string())).collect(),
+    )
+}
+
+/// G3: repeat the head before each extra body of a v0 multi-body rule.
+fn split_multi_body(src: &str) -> String {
+    let mask = code_mask(src);
+    let bytes = src.as_bytes();
+    let mut depth: i32 = 0;
+    let mut line_first = true;
+    let mut head_start: Option<usize> = None;
+    let mut head: Option<String> = None;
+    let mut last_code: Option<u8> = None;
+    let mut body_open_depth0 = false;
+    let mut just_closed_body = false;
+    let mut inserts = Vec::new();
+    for (i, &b) in bytes.iter().enumerate() {
+        if b == b'\n' {
+            line_first = true;
+            continue;
+        }
+        if !mask[i] || b.is_ascii_whitespace() {
+            continue;
+        }
+        if line_first && depth == 0 && (b.is_ascii_alphabetic() || b == b'_') {
+            head_start = Some(i);
+            head = None;
+            just_closed_body = false;
+        }
+        line_first = false;
+        match b {
+            b'{' if depth == 0 => {
+                let is_body = last_code.is_some_and(ends_expression);
+                if is_body {
+                    if just_closed_body {
+                        if let Some(h) = &head {
+                            inserts.push((i, format!("\n{h}")));
+                        }
+                    } else if let Some(start) = head_start {
+                        head = Some(src[start..i].trim_end().to_string() + " ");
+                    }
+                    body_open_depth0 = true;
+                }
+                just_closed_body = false;
+                depth += 1;
+            }
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 && b == b'}' && body_open_depth0 {
+                    body_open_depth0 = false;
+                    just_closed_body = true;
+                    last_code = Some(b);
+                    continue;
+                }
+            }
+            _ => {}
+        }
+        if depth == 0 && b != b'{' {
+            just_closed_body = false;
+        }
+        last_code = Some(b);
+    }
+    insert_all(src, inserts)
+}
+
+/// G4: guard dotted-ref arguments of a negated call (`not f(a.b)` → `_ = a.b; not f(a.b)`).
+fn hoist_not_call_args(src: &str) -> String {
+    let mask = code_mask(src);
+    let bytes = src.as_bytes();
+    let mut inserts = Vec::new();
+    let mut i = 0;
+    while let Some(found) = src[i..].find("not") {
+        let at = i + found;
+        i = at + 3;
+        if !mask[at]
+            || (at > 0 && (is_ident(bytes[at - 1]) || bytes[at - 1] == b'.'))
+            || !bytes.get(at + 3).is_some_and(|b| *b == b' ' || *b == b'\t')
+        {
+            continue;
+        }
+        let mut j = at + 3;
+        while j < bytes.len() && (bytes[j] == b' ' || bytes[j] == b'\t') {
+            j += 1;
+        }
+        let name_start = j;
+        while j < bytes.len() && (is_ident(bytes[j]) || bytes[j] == b'.') {
+            j += 1;
+        }
+        if j == name_start || bytes.get(j) != Some(&b'(') || !mask[j] {
+            continue;
+        }
+        let Some(close) = matching_paren(bytes, &mask, j) else {
+            continue;
+        };
+        let guards: Vec<String> = split_args(&src[j + 1..close], &mask[j + 1..close])
+            .into_iter()
+            .filter(|arg| is_dotted_ref(arg))
+            .map(|arg| format!("_ = {arg}; "))
+            .collect();
+        if !guards.is_empty() {
+            inserts.push((at, guards.concat()));
+        }
+    }
+    insert_all(src, inserts)
+}
+
+fn matching_paren(bytes: &[u8], mask: &[bool], open: usize) -> Option<usize> {
+    let mut depth = 0;
+    for (k, &b) in bytes.iter().enumerate().skip(open) {
+        if !mask[k] {
+            continue;
+        }
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => {
+                depth -= 1;
+                if depth == 0 {
+                    return Some(k);
+                }
+            }
+            _ => {}
+        }
+    }
+    None
+}
+
+fn split_args<'a>(text: &'a str, mask: &[bool]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let mut depth = 0;
+    let mut start = 0;
+    for (k, b) in text.bytes().enumerate() {
+        if !mask[k] {
+            continue;
+        }
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            b',' if depth == 0 => {
+                out.push(text[start..k].trim());
+                start = k + 1;
+            }
+            _ => {}
+        }
+    }
+    out.push(text[start..].trim());
+    out
+}
+
+/// `a.b.c` where every part is an identifier and the root is not a literal.
+fn is_dotted_ref(arg: &str) -> bool {
+    let mut parts = arg.split('.');
+    let Some(root) = parts.next() else {
+        return false;
+    };
+    let valid =
+        |p: &str| !p.is_empty() && p.bytes().all(is_ident) && !p.as_bytes()[0].is_ascii_digit();
+    let rest: Vec<&str> = parts.collect();
+    valid(root)
+        && !matches!(root, "true" | "false" | "null" | "_")
+        && !rest.is_empty()
+        && rest.iter().all(|p| valid(p))
+}
+
+fn insert_all(src: &str, mut inserts: Vec<(usize, String)>) -> String {
+    if inserts.is_empty() {
+        return src.to_string();
+    }
+    inserts.sort_by_key(|(p, _)| *p);
+    let mut out = String::with_capacity(src.len() + 64);
+    let mut last = 0;
+    for (pos, text) in inserts {
+        out.push_str(&src[last..pos]);
+        out.push_str(&text);
+        last = pos;
+    }
+    out.push_str(&src[last..]);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn multi_body_rules_repeat_their_head() {
+        let src = "package t\nviolation[{\"msg\": m}] {\n  m := \"a\"\n} {\n  m := \"b\"\n}\n";
+        let out = split_multi_body(src);
+        assert_eq!(
+            out,
+            "package t\nviolation[{\"msg\": m}] {\n  m := \"a\"\n} \nviolation[{\"msg\": m}] {\n  m := \"b\"\n}\n"
+        );
+    }
+
+    #[test]
+    fn value_objects_and_else_are_not_multi_body() {
+        let src = "package t\np = {\"a\": 1} { true }\nf(x) = 1 { x } else = 2 { true }\n";
+        assert_eq!(split_multi_body(src), src);
+    }
+
+    #[test]
+    fn newline_paren_gets_a_separator() {
+        let src = "package t\nv {\n  x := input.a\n  input.b\n  (x + 1) >= 2\n}\n";
+        assert_eq!(
+            fix_newline_paren(src),
+            "package t\nv {\n  x := input.a\n  input.b;\n  (x + 1) >= 2\n}\n"
+        );
+        let call = "package t\nv {\n  f(1,\n  (2))\n}\n";
+        assert_eq!(fix_newline_paren(call), call);
+    }
+
+    #[test]
+    fn negated_calls_guard_dotted_arguments() {
+        let src = "  not f(x, params.ranges, \"a\")\n  not input.a\n";
+        assert_eq!(
+            hoist_not_call_args(src),
+            "  _ = params.ranges; not f(x, params.ranges, \"a\")\n  not input.a\n"
+        );
+    }
+
+    #[test]
+    fn data_refs_and_imports_are_checked() {
+        let src = "package t\nimport data.lib.x\nv { data.inventory.x; data.lib.y; data.other.z; \"data.no\" }\n";
+        assert_eq!(disallowed_data_refs(src), vec!["data.other.z".to_string()]);
+        assert!(check_import("data.lib.x.f").is_ok());
+        assert!(check_import("future.keywords.in").is_ok());
+        assert_eq!(check_import("rego.v1").unwrap_err(), "bad import: rego.v1");
+        assert!(
+            check_import("input.review")
+                .unwrap_err()
+                .starts_with("cannot import input")
+        );
+    }
+
+    #[test]
+    fn sprintf_calls_are_redirected() {
+        assert_eq!(
+            redirect_sprintf("m := sprintf(\"sprintf(%v)\", [x.sprintf(1)])"),
+            "m := __gk_sprintf(\"sprintf(%v)\", [x.sprintf(1)])"
+        );
+    }
+
+    #[test]
+    fn violation_heads_are_found() {
+        assert!(defines_violation(
+            "package t\nviolation[{\"msg\": m}] { m := 1 }\n"
+        ));
+        assert!(!defines_violation("package t\nviolations[x] { x := 1 }\n"));
+        assert!(v1_bracket_violation(
+            "package t\nviolation[{\"msg\": m}] if { m := 1 }\n"
+        ));
+        assert!(!v1_bracket_violation(
+            "package t\nviolation contains {\"msg\": 1} if { true }\n"
+        ));
+    }
+}

@@ -1,0 +1,323 @@
+//! ConstraintTemplate ingestion (`../shared/spec/gatekeeper.md` §3.1): versions, name vs CRD
+//! kind, the single admission target, legacy `rego`/`libs` and `code` entries, Rego v0/v1,
+//! the import and `data` ref rules, the required `violation` rule, and one regorus compile per
+//! template.
+
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+use crate::error::EngineError;
+use crate::result::ADMISSION_TARGET;
+use crate::rewrite;
+
+/// A compiled ConstraintTemplate.
+#[derive(Debug)]
+pub struct Template {
+    /// `metadata.name`.
+    pub name: String,
+    /// `spec.crd.spec.names.kind`: the constraint kind it defines.
+    pub kind: String,
+    /// Whether the Rego is v1.
+    pub rego_v1: bool,
+    /// The parameter schema (`openAPIV3Schema`), if any.
+    pub parameters_schema: Option<Value>,
+    /// Whether unknown parameters are preserved (`legacySchema`).
+    pub legacy_schema: bool,
+    /// The rule evaluated for a review, e.g. `data.k8srequiredlabels.violation`.
+    pub(crate) rule: String,
+    /// The compiled engine (modules loaded, no data); cloned for each evaluation context.
+    pub(crate) engine: Mutex<regorus::Engine>,
+}
+
+/// The Rego found in a template.
+struct RegoCode {
+    rego: String,
+    libs: Vec<String>,
+    v1: bool,
+}
+
+fn invalid(name: &str, reason: impl Into<String>) -> EngineError {
+    EngineError::Template {
+        name: name.to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Turns a regorus error (multi-line, with a source excerpt) into `<file>:<line>: <message>`.
+pub(crate) fn one_line_error(error: &impl std::fmt::Display) -> String {
+    let text = format!("{error:#}");
+    let location = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("--> "))
+        .map(|loc| {
+            let mut parts = loc.rsplitn(3, ':');
+            let _col = parts.next();
+            let line = parts.next().unwrap_or("");
+            let file = parts.next().unwrap_or(loc);
+            format!("{file}:{line}")
+        });
+    let message = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
+    match location {
+        Some(loc) => format!("{loc}: {message}"),
+        None => message,
+    }
+}
+
+impl Template {
+    /// Ingests and compiles a ConstraintTemplate object.
+    pub fn from_object(object: &Value) -> Result<Template, EngineError> {
+        let name = object
+            .pointer("/metadata/name")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        let api_version = object
+            .get("apiVersion")
+            .and_then(Value::as_str)
+            .unwrap_or("");
+        let version = match api_version {
+            "templates.gatekeeper.sh/v1" => "v1",
+            "templates.gatekeeper.sh/v1beta1" => "v1beta1",
+            "templates.gatekeeper.sh/v1alpha1" => "v1alpha1",
+            other => {
+                return Err(invalid(
+                    &name,
+                    format!(
+                        "converting unstructured to template: unsupported apiVersion {other:?}"
+                    ),
+                ));
+            }
+        };
+        let kind = object
+            .pointer("/spec/crd/spec/names/kind")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_string();
+        if name.is_empty() {
+            return Err(invalid(
+                &name,
+                "invalid ConstraintTemplate: metadata.name is empty",
+            ));
+        }
+        if !name.eq_ignore_ascii_case(&kind.to_lowercase()) {
+            return Err(invalid(
+                &name,
+                format!(
+                    "invalid ConstraintTemplate: the ConstraintTemplate's name {name:?} is not equal to the lowercase of CRD's Kind: {:?}",
+                    kind.to_lowercase()
+                ),
+            ));
+        }
+        let targets = object
+            .pointer("/spec/targets")
+            .and_then(Value::as_array)
+            .cloned()
+            .unwrap_or_default();
+        if targets.len() != 1 {
+            return Err(invalid(
+                &name,
+                format!(
+                    "invalid ConstraintTemplate: expected exactly 1 item in targets, got {}",
+                    targets.len()
+                ),
+            ));
+        }
+        let target = &targets[0];
+        let target_name = target.get("target").and_then(Value::as_str).unwrap_or("");
+        if target_name != ADMISSION_TARGET {
+            return Err(invalid(
+                &name,
+                format!(
+                    "target {target_name:?} not recognized, known targets [{ADMISSION_TARGET}]"
+                ),
+            ));
+        }
+        let code = rego_code(&name, target)?;
+        let validation = object.pointer("/spec/crd/spec/validation");
+        let legacy_schema = validation
+            .and_then(|v| v.get("legacySchema"))
+            .and_then(Value::as_bool)
+            .unwrap_or(version != "v1");
+        let parameters_schema = validation
+            .and_then(|v| v.get("openAPIV3Schema"))
+            .filter(|v| !v.is_null())
+            .cloned();
+        let (engine, rule) = compile(&name, &code)?;
+        Ok(Template {
+            name,
+            kind,
+            rego_v1: code.v1,
+            parameters_schema,
+            legacy_schema,
+            rule,
+            engine: Mutex::new(engine),
+        })
+    }
+
+    /// A fresh copy of the compiled engine, for one evaluation context.
+    pub(crate) fn engine(&self) -> regorus::Engine {
+        self.engine
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
+}
+
+fn strings(value: Option<&Value>) -> Vec<String> {
+    value
+        .and_then(Value::as_array)
+        .map(|items| {
+            items
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// Picks the Rego of a target: a non-empty legacy `rego` wins (always v0), else the `code`
+/// entry with engine `Rego`. A template with only other engines (CEL) is unsupported.
+fn rego_code(name: &str, target: &Value) -> Result<RegoCode, EngineError> {
+    let legacy = target.get("rego").and_then(Value::as_str).unwrap_or("");
+    if !legacy.is_empty() {
+        return Ok(RegoCode {
+            rego: legacy.to_string(),
+            libs: strings(target.get("libs")),
+            v1: false,
+        });
+    }
+    let code = target
+        .get("code")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
+    if let Some(entry) = code
+        .iter()
+        .find(|c| c.get("engine").and_then(Value::as_str) == Some("Rego"))
+    {
+        let source = entry.get("source").cloned().unwrap_or(Value::Null);
+        return Ok(RegoCode {
+            rego: source
+                .get("rego")
+                .and_then(Value::as_str)
+                .unwrap_or("")
+                .to_string(),
+            libs: strings(source.get("libs")),
+            v1: source.get("version").and_then(Value::as_str) == Some("v1"),
+        });
+    }
+    let engines: Vec<String> = code
+        .iter()
+        .filter_map(|c| c.get("engine").and_then(Value::as_str))
+        .map(str::to_string)
+        .collect();
+    if engines.is_empty() {
+        return Err(invalid(
+            name,
+            "no language driver is installed that handles this constraint template",
+        ));
+    }
+    Err(EngineError::UnsupportedEngine {
+        name: name.to_string(),
+        engines: engines.join(", "),
+    })
+}
+
+/// Checks and compiles the template's Rego into one regorus engine; returns it with the rule
+/// path to evaluate.
+fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), EngineError> {
+    let bad = |reason: String| {
+        invalid(
+            name,
+            format!("invalid ConstraintTemplate: invalid rego: {reason}"),
+        )
+    };
+    if code.rego.trim().is_empty() {
+        return Err(bad("empty rego".to_string()));
+    }
+    for (i, module) in std::iter::once(&code.rego).chain(&code.libs).enumerate() {
+        for import in rewrite::imports(module) {
+            rewrite::check_import(&import).map_err(|e| bad(format!("template{i}: {e}")))?;
+        }
+        if let Some(r) = rewrite::disallowed_data_refs(module).first() {
+            return Err(bad(format!(
+                "check refs failed on module template{i}: disallowed ref {r}"
+            )));
+        }
+    }
+    if !rewrite::defines_violation(&code.rego) {
+        return Err(bad(
+            "invalid module: missing required rules: [violation]".to_string()
+        ));
+    }
+    if code.v1 && rewrite::v1_bracket_violation(&code.rego) {
+        return Err(bad(
+            "invalid module: `violation[...]` in Rego v1 defines a partial object; use `violation contains ... if`"
+                .to_string(),
+        ));
+    }
+    let mut engine = regorus::Engine::new();
+    engine.set_rego_v0(!code.v1);
+    engine.set_strict_builtin_errors(false);
+    engine.set_gather_prints(true);
+    engine
+        .add_extension(
+            crate::gosprintf::NAME.to_string(),
+            2,
+            Box::new(crate::gosprintf::extension),
+        )
+        .map_err(|e| bad(one_line_error(&e)))?;
+    for (i, lib) in code.libs.iter().enumerate() {
+        let package = engine
+            .add_policy(format!("template{}", i + 1), rewrite::rewrite(lib, code.v1))
+            .map_err(|e| bad(one_line_error(&e)))?;
+        if !package.starts_with("data.lib.") {
+            return Err(bad(format!(
+                "path {package} not found in lib prefixes [data.lib]"
+            )));
+        }
+    }
+    let package = engine
+        .add_policy(
+            "template0".to_string(),
+            rewrite::rewrite(&code.rego, code.v1),
+        )
+        .map_err(|e| bad(one_line_error(&e)))?;
+    if package.starts_with("data.lib.") || package == "data.lib" {
+        return Err(bad(format!(
+            "template package {package} collides with the lib prefix"
+        )));
+    }
+    let rule = format!("{package}.violation");
+    // Prepare now (analysis, scheduling, safety checks) so compile errors surface here.
+    engine.set_input(regorus::Value::new_object());
+    engine
+        .add_data(inventory_root())
+        .map_err(|e| bad(one_line_error(&e)))?;
+    engine
+        .eval_rule(rule.clone())
+        .map_err(|e| bad(one_line_error(&e)))?;
+    let _ = engine.take_prints();
+    engine.clear_data();
+    Ok((engine, rule))
+}
+
+fn inventory_root() -> regorus::Value {
+    let mut root = serde_json::Map::new();
+    root.insert(
+        "inventory".to_string(),
+        Value::Object(serde_json::Map::new()),
+    );
+    crate::review::to_rego(&Value::Object(root))
+}

@@ -1,0 +1,129 @@
+//! The regorus gaps of `../shared/spec/gatekeeper.md` §5, checked against regorus 0.14.1
+//! through the engine: the ones the wrapper closes assert OPA's answer; the ones it does not
+//! close assert (and so document) the difference from gator.
+
+use gatekeeper_engine::{Engine, EngineOptions};
+use serde_json::{Value, json};
+
+fn messages(rego: &str, libs: &[&str], object: Value) -> Vec<String> {
+    let kind = "Gap";
+    let objects = vec![
+        json!({
+            "apiVersion": "templates.gatekeeper.sh/v1",
+            "kind": "ConstraintTemplate",
+            "metadata": {"name": "gap"},
+            "spec": {
+                "crd": {"spec": {"names": {"kind": kind}}},
+                "targets": [{"target": "admission.k8s.gatekeeper.sh", "rego": rego, "libs": libs}]
+            }
+        }),
+        json!({
+            "apiVersion": "constraints.gatekeeper.sh/v1beta1", "kind": kind,
+            "metadata": {"name": "gap"},
+            "spec": {"match": {"kinds": [{"kinds": ["Thing"]}]}}
+        }),
+        object,
+    ];
+    let mut m: Vec<String> = Engine::new(objects, EngineOptions::default())
+        .expect("engine")
+        .review_all()
+        .into_iter()
+        .map(|r| r.msg)
+        .collect();
+    m.sort();
+    m
+}
+
+fn thing(spec: Value) -> Value {
+    json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t", "namespace": "default"}, "spec": spec})
+}
+
+/// G1: calls through `import data.lib.<pkg>.<func>` resolve (fixed upstream before 0.14).
+#[test]
+fn g1_imported_lib_functions_resolve() {
+    let rego = "package gap\nimport data.lib.util.is_big\nviolation[{\"msg\": \"big\"}] { is_big(input.review.object.spec.n) }\n";
+    let lib = "package lib.util\nis_big(n) { n > 10 }\n";
+    assert_eq!(messages(rego, &[lib], thing(json!({"n": 11}))), vec!["big"]);
+    assert!(messages(rego, &[lib], thing(json!({"n": 1}))).is_empty());
+}
+
+/// G2: a body line starting with `(` after a ref is a new expression (closed by a rewrite).
+#[test]
+fn g2_newline_before_parenthesis_ends_the_expression() {
+    let rego = "package gap\nviolation[{\"msg\": \"spread\"}] {\n  spread := input.review.object.spec.spread\n  input.review.object.spec.max\n  (input.review.object.spec.max - input.review.object.spec.min) < spread\n}\n";
+    assert_eq!(
+        messages(rego, &[], thing(json!({"spread": 5, "max": 3, "min": 1}))),
+        vec!["spread"]
+    );
+}
+
+/// G3: v0 multi-body rules define the rule once per body (closed by a rewrite).
+#[test]
+fn g3_multi_body_rules() {
+    let rego = "package gap\nviolation[{\"msg\": msg}] {\n  input.review.object.spec.a\n  msg := \"a\"\n} {\n  input.review.object.spec.b\n  msg := \"b\"\n}\n";
+    assert_eq!(messages(rego, &[], thing(json!({"a": true}))), vec!["a"]);
+    assert_eq!(
+        messages(rego, &[], thing(json!({"a": true, "b": true}))),
+        vec!["a", "b"]
+    );
+}
+
+/// G4: `not f(x.y)` with `x.y` undefined is undefined in OPA, not true (closed by a rewrite
+/// for dotted-ref arguments).
+#[test]
+fn g4_negated_call_with_undefined_argument_is_undefined() {
+    let rego = "package gap\nok(v, allowed) { v == allowed[_] }\nviolation[{\"msg\": \"not allowed\"}] {\n  not ok(input.review.object.spec.value, input.review.object.spec.allowed)\n}\n";
+    assert!(messages(rego, &[], thing(json!({"allowed": ["a"]}))).is_empty());
+    assert_eq!(
+        messages(rego, &[], thing(json!({"value": "b", "allowed": ["a"]}))),
+        vec!["not allowed"]
+    );
+    assert!(messages(rego, &[], thing(json!({"value": "a", "allowed": ["a"]}))).is_empty());
+    let builtin = "package gap\nviolation[{\"msg\": \"no prefix\"}] { not startswith(input.review.object.spec.missing, \"x\") }\n";
+    assert!(messages(builtin, &[], thing(json!({}))).is_empty());
+}
+
+/// Not closed: gatekeeper prints input numbers >= 1e6 with Go's `%g` text (`1e+06`), because
+/// the review is a float64 round trip; regorus prints `1000000`.
+#[test]
+fn known_difference_large_input_numbers_print_in_full() {
+    let rego = "package gap\nviolation[{\"msg\": sprintf(\"replicas: %v\", [input.review.object.spec.replicas])}] { true }\n";
+    assert_eq!(
+        messages(rego, &[], thing(json!({"replicas": 1000000}))),
+        vec!["replicas: 1000000"]
+    );
+}
+
+/// Not closed: regorus multiplies in f64 where OPA uses decimals (`0.1 * 3` prints `0.3` in
+/// OPA).
+#[test]
+fn known_difference_float_arithmetic() {
+    let rego = "package gap\nviolation[{\"msg\": sprintf(\"%v\", [input.review.object.spec.x * 3])}] { true }\n";
+    assert_eq!(
+        messages(rego, &[], thing(json!({"x": 0.1}))),
+        vec!["0.30000000000000004"]
+    );
+}
+
+/// Closed: `sprintf` follows Go's fmt like OPA's (regorus' is undefined on a verb/argument
+/// mismatch, which dropped violations of templates with one verb too many).
+#[test]
+fn sprintf_follows_go_fmt() {
+    let rego = "package gap\nviolation[{\"msg\": sprintf(\"%v and %v\", [1])}] { true }\nviolation[{\"msg\": sprintf(\"%d\", [3.5])}] { true }\nviolation[{\"msg\": sprintf(\"%v\", [1, set()])}] { true }\n";
+    assert_eq!(
+        messages(rego, &[], thing(json!({}))),
+        vec![
+            "%!d(float64=3.5)",
+            "1 and %!v(MISSING)",
+            "1%!(EXTRA ast.Value=set())"
+        ]
+    );
+}
+
+/// Non-strict builtin errors (as gatekeeper runs OPA): a failing builtin leaves only its body
+/// undefined.
+#[test]
+fn builtin_errors_are_not_strict() {
+    let rego = "package gap\nviolation[{\"msg\": \"a\"}] { to_number(\"abc\") }\nviolation[{\"msg\": \"b\"}] { regex.match(\"[\", \"x\") }\nviolation[{\"msg\": \"c\"}] { true }\n";
+    assert_eq!(messages(rego, &[], thing(json!({}))), vec!["c"]);
+}

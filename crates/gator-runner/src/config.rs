@@ -1,0 +1,237 @@
+//! Building an evaluator from the report's configuration: `engine: embedded|gator|both` and
+//! `gator: {version, url, sha256, path}`, a work dir and a timeout.
+//!
+//! [`EvaluatorConfig::validate`] checks everything that can be checked without I/O on the
+//! network (the pin, or that a local binary exists), so configuration errors come before any
+//! cluster read or download. [`build_evaluator`] then fetches the pinned gator when needed.
+
+use std::path::{Path, PathBuf};
+use std::str::FromStr;
+use std::time::Duration;
+
+use gatekeeper_engine::EngineOptions;
+use serde::{Deserialize, Serialize};
+use thiserror::Error;
+
+use crate::evaluator::{Both, Embedded, Evaluator, Gator};
+use crate::fetch::{FetchError, FetchOptions, fetch_gator};
+use crate::pin::{GatorPin, PinError};
+use crate::run::{DEFAULT_TIMEOUT, GatorRunner};
+
+/// Which engine evaluates the projection.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum EngineKind {
+    /// The in-process engine (no download, no process).
+    #[default]
+    Embedded,
+    /// The pinned `gator` binary.
+    Gator,
+    /// Both, compared; the embedded results are used.
+    Both,
+}
+
+impl EngineKind {
+    /// `embedded`, `gator` or `both`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Embedded => "embedded",
+            EngineKind::Gator => "gator",
+            EngineKind::Both => "both",
+        }
+    }
+
+    /// Whether this engine runs gator.
+    pub fn needs_gator(self) -> bool {
+        matches!(self, EngineKind::Gator | EngineKind::Both)
+    }
+}
+
+impl FromStr for EngineKind {
+    type Err = ConfigError;
+
+    fn from_str(text: &str) -> Result<EngineKind, ConfigError> {
+        match text {
+            "embedded" => Ok(EngineKind::Embedded),
+            "gator" => Ok(EngineKind::Gator),
+            "both" => Ok(EngineKind::Both),
+            other => Err(ConfigError::UnknownEngine(other.to_string())),
+        }
+    }
+}
+
+/// The `gator` section of the configuration. Its `Debug` shows the URL's host only.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct GatorConfig {
+    /// The pinned version, e.g. `v3.22.0`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub version: Option<String>,
+    /// The tarball URL (upstream or a mirror); must contain `version`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
+    /// The tarball's sha256, 64 lowercase hex.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sha256: Option<String>,
+    /// A local gator binary to use instead of downloading (air-gapped use, tests); `--gator PATH`
+    /// sets it. When set, the pin is not used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<PathBuf>,
+    /// `--enable-k8s-native-validation` for gator. Unset: gator's default (true) with
+    /// `engine: gator`, and false with `engine: both`, matching the embedded engine (which
+    /// evaluates the Rego of templates that also have CEL).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub k8s_native_validation: Option<bool>,
+}
+
+impl std::fmt::Debug for GatorConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GatorConfig")
+            .field("version", &self.version)
+            .field("url_host", &self.url.as_deref().map(crate::pin::url_host))
+            .field("sha256", &self.sha256)
+            .field("path", &self.path)
+            .field("k8s_native_validation", &self.k8s_native_validation)
+            .finish()
+    }
+}
+
+/// Where the gator binary comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GatorSource {
+    /// A local binary (`gator.path` / `--gator PATH`).
+    Local(PathBuf),
+    /// The pinned release, downloaded and verified into the work dir.
+    Pinned(GatorPin),
+}
+
+/// A configuration error, detected before anything is read or downloaded.
+#[derive(Debug, Error)]
+pub enum ConfigError {
+    /// `engine` is not `embedded`, `gator` or `both`.
+    #[error("engine {0:?} is not one of embedded, gator, both")]
+    UnknownEngine(String),
+    /// A pin key is missing.
+    #[error("gator.{0} is required when engine runs gator and gator.path is not set")]
+    MissingPinKey(&'static str),
+    /// The pin is invalid.
+    #[error("invalid gator pin")]
+    Pin(#[from] PinError),
+    /// `gator.path` does not name a file.
+    #[error("gator.path {0} is not a file")]
+    PathNotFile(String),
+}
+
+impl GatorConfig {
+    /// The local binary when `path` is set, otherwise the validated pin.
+    pub fn source(&self) -> Result<GatorSource, ConfigError> {
+        if let Some(path) = &self.path {
+            if !path.is_file() {
+                return Err(ConfigError::PathNotFile(path.display().to_string()));
+            }
+            return Ok(GatorSource::Local(path.clone()));
+        }
+        let version = self
+            .version
+            .as_deref()
+            .ok_or(ConfigError::MissingPinKey("version"))?;
+        let url = self
+            .url
+            .as_deref()
+            .ok_or(ConfigError::MissingPinKey("url"))?;
+        let sha256 = self
+            .sha256
+            .as_deref()
+            .ok_or(ConfigError::MissingPinKey("sha256"))?;
+        Ok(GatorSource::Pinned(GatorPin::new(version, url, sha256)?))
+    }
+}
+
+/// Everything needed to build an evaluator.
+#[derive(Debug, Clone)]
+pub struct EvaluatorConfig {
+    /// Which engine.
+    pub engine: EngineKind,
+    /// The gator section (ignored with `engine: embedded`).
+    pub gator: GatorConfig,
+    /// The work dir: the gator cache and binary live under it, and gator runs in it.
+    pub work_dir: PathBuf,
+    /// Limit on one gator run (default 300 s).
+    pub timeout: Duration,
+    /// Download limits and trust for the pinned gator.
+    pub fetch: FetchOptions,
+    /// Options of the embedded engine.
+    pub engine_options: EngineOptions,
+}
+
+impl EvaluatorConfig {
+    /// A configuration with default timeout, fetch limits and engine options.
+    pub fn new(engine: EngineKind, gator: GatorConfig, work_dir: impl Into<PathBuf>) -> Self {
+        EvaluatorConfig {
+            engine,
+            gator,
+            work_dir: work_dir.into(),
+            timeout: DEFAULT_TIMEOUT,
+            fetch: FetchOptions::default(),
+            engine_options: EngineOptions::default(),
+        }
+    }
+
+    /// Checks the configuration without touching the network.
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        if self.engine.needs_gator() {
+            self.gator.source()?;
+        }
+        Ok(())
+    }
+}
+
+/// Why no evaluator could be built.
+#[derive(Debug, Error)]
+pub enum BuildError {
+    /// The configuration is invalid (exit 2 in the binaries).
+    #[error("invalid evaluator configuration")]
+    Config(#[from] ConfigError),
+    /// The pinned gator could not be fetched (a skipped run).
+    #[error("gator could not be fetched")]
+    Fetch(#[from] FetchError),
+}
+
+/// Builds the configured evaluator, fetching and verifying the pinned gator when the engine
+/// needs it and `gator.path` is not set.
+pub async fn build_evaluator(config: &EvaluatorConfig) -> Result<Box<dyn Evaluator>, BuildError> {
+    config.validate()?;
+    let embedded = || Embedded::new(config.engine_options.clone());
+    Ok(match config.engine {
+        EngineKind::Embedded => Box::new(embedded()),
+        EngineKind::Gator => Box::new(Gator::new(gator_runner(config, None).await?)),
+        EngineKind::Both => Box::new(Both::new(
+            embedded(),
+            Gator::new(gator_runner(config, Some(false)).await?),
+        )),
+    })
+}
+
+/// The runner for the configured gator (fetched when pinned). `native_default` is the
+/// `--enable-k8s-native-validation` value used when the configuration leaves it unset.
+pub async fn gator_runner(
+    config: &EvaluatorConfig,
+    native_default: Option<bool>,
+) -> Result<GatorRunner, BuildError> {
+    let binary = match config.gator.source()? {
+        GatorSource::Local(path) => path,
+        GatorSource::Pinned(pin) => fetch_gator(&pin, &config.work_dir, &config.fetch).await?,
+    };
+    Ok(runner_for(&binary, config, native_default))
+}
+
+fn runner_for(
+    binary: &Path,
+    config: &EvaluatorConfig,
+    native_default: Option<bool>,
+) -> GatorRunner {
+    GatorRunner::new(binary)
+        .with_timeout(config.timeout)
+        .with_k8s_native_validation(config.gator.k8s_native_validation.or(native_default))
+        .with_work_dir(&config.work_dir)
+}

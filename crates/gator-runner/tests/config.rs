@@ -1,0 +1,210 @@
+//! Building evaluators from configuration: `engine: embedded|gator|both`, the pin or a local
+//! `gator.path`, and the real embedded engine compared with a stand-in gator.
+
+mod common;
+
+use std::path::Path;
+use std::time::Duration;
+
+use bytes::Bytes;
+use common::{Member, sha, tarball};
+use gator_runner::config::{
+    BuildError, ConfigError, EngineKind, EvaluatorConfig, GatorConfig, build_evaluator,
+};
+use gator_runner::download::DownloadOptions;
+use gator_runner::evaluator::{Embedded, Evaluator};
+use gator_runner::{FetchOptions, PinError};
+use http::StatusCode;
+use test_support::{TestCa, TestServer, respond};
+
+fn projection() -> std::path::PathBuf {
+    common::data("projection")
+}
+
+/// A stand-in gator that records its arguments and prints `file` (the spec's JSON format).
+fn stand_in(dir: &Path, file: &str) -> std::path::PathBuf {
+    common::script(
+        dir,
+        "gator-local",
+        &format!(
+            "printf '%s\\n' \"$@\" > '{}'\ncat '{}'",
+            dir.join("args.txt").display(),
+            common::data(file).display()
+        ),
+    )
+}
+
+fn local(path: &Path) -> GatorConfig {
+    GatorConfig {
+        path: Some(path.to_path_buf()),
+        ..GatorConfig::default()
+    }
+}
+
+#[tokio::test]
+async fn embedded_needs_no_gator() {
+    let work = tempfile::tempdir().unwrap();
+    let config = EvaluatorConfig::new(EngineKind::Embedded, GatorConfig::default(), work.path());
+    let evaluator = build_evaluator(&config).await.unwrap();
+    assert_eq!(evaluator.name(), "embedded");
+    let results = evaluator.evaluate(&projection()).unwrap();
+    let names: Vec<_> = results.iter().map(|r| r.object.name.as_str()).collect();
+    assert_eq!(names, ["api"]);
+    assert_eq!(results[0].msg, "Deployment api has no owner label");
+}
+
+#[tokio::test]
+async fn gator_engines_need_a_pin_or_a_path() {
+    let work = tempfile::tempdir().unwrap();
+    for engine in [EngineKind::Gator, EngineKind::Both] {
+        let mut gator = GatorConfig {
+            version: Some("v3.22.0".into()),
+            url: Some("https://mirror.example/s3cr3t/gator-v3.22.0.tar.gz".into()),
+            ..GatorConfig::default()
+        };
+        let config = EvaluatorConfig::new(engine, gator.clone(), work.path());
+        assert!(!format!("{config:?}").contains("s3cr3t"), "{config:?}");
+        assert!(matches!(
+            config.validate(),
+            Err(ConfigError::MissingPinKey("sha256"))
+        ));
+        let error = build_evaluator(&config).await.err().unwrap();
+        assert!(matches!(
+            error,
+            BuildError::Config(ConfigError::MissingPinKey("sha256"))
+        ));
+
+        gator.sha256 = Some("ABC".into());
+        let config = EvaluatorConfig::new(engine, gator, work.path());
+        assert!(matches!(
+            config.validate(),
+            Err(ConfigError::Pin(PinError::BadSha256 { len: 3 }))
+        ));
+
+        let config = EvaluatorConfig::new(engine, local(&work.path().join("absent")), work.path());
+        assert!(matches!(
+            config.validate(),
+            Err(ConfigError::PathNotFile(_))
+        ));
+    }
+    assert!("embeded".parse::<EngineKind>().is_err());
+    assert_eq!("both".parse::<EngineKind>().unwrap(), EngineKind::Both);
+}
+
+#[test]
+fn gator_section_deserializes_strictly() {
+    let parsed: GatorConfig = serde_json::from_str(
+        r#"{"version":"v3.22.0","url":"https://h/v3.22.0","sha256":"00","path":"/opt/gator","k8sNativeValidation":false}"#,
+    )
+    .unwrap();
+    assert_eq!(parsed.path.as_deref(), Some(Path::new("/opt/gator")));
+    assert_eq!(parsed.k8s_native_validation, Some(false));
+    assert!(serde_json::from_str::<GatorConfig>(r#"{"sha":"00"}"#).is_err());
+    let engine: EngineKind = serde_json::from_str(r#""gator""#).unwrap();
+    assert_eq!(engine, EngineKind::Gator);
+}
+
+#[tokio::test]
+async fn local_gator_path_is_used_as_is() {
+    let dir = tempfile::tempdir().unwrap();
+    let gator = stand_in(dir.path(), "gator-projection.json");
+    let mut config = EvaluatorConfig::new(EngineKind::Gator, local(&gator), dir.path());
+    config.timeout = Duration::from_secs(20);
+    let evaluator = build_evaluator(&config).await.unwrap();
+    assert_eq!(evaluator.name(), "gator");
+    let results = evaluator.evaluate(&projection()).unwrap();
+    assert_eq!(results.len(), 1);
+    let args = std::fs::read_to_string(dir.path().join("args.txt")).unwrap();
+    assert_eq!(
+        args,
+        format!("test\n-f\n{}\n-o\njson\n", projection().display()),
+        "engine gator keeps gator's default for native validation"
+    );
+}
+
+#[tokio::test]
+async fn both_agrees_when_gator_gives_the_embedded_results() {
+    let dir = tempfile::tempdir().unwrap();
+    let gator = stand_in(dir.path(), "gator-projection.json");
+    let config = EvaluatorConfig::new(EngineKind::Both, local(&gator), dir.path());
+    let evaluator = build_evaluator(&config).await.unwrap();
+    assert_eq!(evaluator.name(), "both");
+    let evaluation = evaluator.evaluate_detailed(&projection()).unwrap();
+    let comparison = evaluation.comparison.unwrap();
+    assert!(comparison.agrees(), "{comparison}");
+    assert_eq!(
+        evaluation.results,
+        Embedded::default().evaluate(&projection()).unwrap()
+    );
+    let args = std::fs::read_to_string(dir.path().join("args.txt")).unwrap();
+    assert!(
+        args.ends_with("--enable-k8s-native-validation=false\n"),
+        "{args}"
+    );
+}
+
+#[tokio::test]
+async fn both_reports_what_gator_did_not_find() {
+    let dir = tempfile::tempdir().unwrap();
+    let gator = common::script(dir.path(), "gator-null", "printf null");
+    let config = EvaluatorConfig::new(EngineKind::Both, local(&gator), dir.path());
+    let evaluator = build_evaluator(&config).await.unwrap();
+    let comparison = evaluator
+        .evaluate_detailed(&projection())
+        .unwrap()
+        .comparison
+        .unwrap();
+    assert_eq!(
+        comparison.to_string(),
+        "embedded 1 result(s), gator 0 result(s), 1 disagreement(s)\n  only in embedded (embedded 1, gator 0): \
+         K8sRequiredOwner/owner-required on apps/v1/Deployment team-a/api: \"Deployment api has no owner label\""
+    );
+}
+
+#[tokio::test]
+async fn pinned_gator_is_downloaded_verified_and_run() {
+    let ca = TestCa::new();
+    let script = format!(
+        "#!/bin/sh\ncat '{}'\n",
+        common::data("gator-projection.json").display()
+    );
+    let archive = tarball(&[Member::File("gator", script.as_bytes())]);
+    let body = Bytes::from(archive.clone());
+    let server = TestServer::start_tls(&ca, move |_| {
+        let body = body.clone();
+        async move { respond(StatusCode::OK, "application/gzip", body) }
+    });
+    let work = tempfile::tempdir().unwrap();
+    let gator = GatorConfig {
+        version: Some("v3.22.0".into()),
+        url: Some(format!(
+            "{}/mirror/gator-v3.22.0-linux-amd64.tar.gz",
+            server.url()
+        )),
+        sha256: Some(sha(&archive)),
+        ..GatorConfig::default()
+    };
+    let mut config = EvaluatorConfig::new(EngineKind::Gator, gator, work.path());
+    config.fetch = FetchOptions {
+        download: DownloadOptions {
+            system_roots: false,
+            extra_ca_pem: Some(ca.ca_pem().to_string()),
+            ..DownloadOptions::default()
+        },
+        ..FetchOptions::default()
+    };
+    let evaluator = build_evaluator(&config).await.unwrap();
+    let results = evaluator.evaluate(&projection()).unwrap();
+    assert_eq!(
+        results,
+        Embedded::default().evaluate(&projection()).unwrap()
+    );
+    assert_eq!(server.requests().len(), 1);
+
+    // A wrong pin is a fetch error, reported before any evaluation.
+    config.gator.sha256 = Some(sha(b"other"));
+    let work = tempfile::tempdir().unwrap();
+    config.work_dir = work.path().to_path_buf();
+    let error = build_evaluator(&config).await.err().unwrap();
+    assert!(matches!(error, BuildError::Fetch(_)), "{error:?}");
+}

@@ -1,0 +1,245 @@
+//! The one HTTP client both sinks send with: hyper + rustls (ring), finite timeouts, no redirects,
+//! and [`SendError`], whose every text is already free of secrets.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue, StatusCode, Uri};
+use http_body_util::{BodyExt, Full, Limited};
+use hyper_rustls::HttpsConnector;
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+
+use crate::secret::hide_all;
+
+/// How much of an error body is kept for the error text (after redaction).
+const BODY_SNIPPET_CHARS: usize = 200;
+/// The largest response body read at all.
+const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// Why a post or push failed. Every text is free of secrets: values come from [`crate::hide`]d
+/// strings or from fixed words.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SendError {
+    /// The URL is malformed (a scheme-less, whitespace or non-http value). The text is fixed and
+    /// says nothing about the value.
+    #[error("invalid URL")]
+    InvalidUrl,
+    /// The server answered with an error status (4xx, 5xx, or any other non-2xx but 3xx/429).
+    #[error("server answered HTTP {status}{}", body_suffix(.body))]
+    Status {
+        /// The status code.
+        status: u16,
+        /// The start of the (redacted) response body, on one line; may be empty.
+        body: String,
+    },
+    /// The server answered with a redirect, which is never followed.
+    #[error("server answered HTTP {status} (redirects are not followed)")]
+    Redirect {
+        /// The 3xx status code.
+        status: u16,
+    },
+    /// The server answered 429 and the post was not (or no longer) retried.
+    #[error("server answered HTTP 429 (rate limited{})", retry_suffix(*.retry_after_secs, *.retried))]
+    RateLimited {
+        /// The `Retry-After` the server asked for, in seconds, when it sent one.
+        retry_after_secs: Option<u64>,
+        /// Whether the post had already been retried once.
+        retried: bool,
+    },
+    /// No complete answer within the timeout.
+    #[error("no answer within {seconds}s")]
+    Timeout {
+        /// The timeout that elapsed, in whole seconds.
+        seconds: u64,
+    },
+    /// The request could not be sent or the answer not read (connection refused, TLS failure).
+    /// The cause chain is kept as redacted text, not as a source, because it could carry the URL.
+    #[error("request failed: {0}")]
+    Transport(String),
+    /// The TLS client could not be set up (bad extra CA file).
+    #[error("failed to set up TLS: {0}")]
+    Tls(String),
+}
+
+fn body_suffix(body: &str) -> String {
+    if body.is_empty() {
+        String::new()
+    } else {
+        format!(": {body}")
+    }
+}
+
+fn retry_suffix(retry_after: Option<u64>, retried: bool) -> String {
+    match (retry_after, retried) {
+        (_, true) => ", again after one retry".to_string(),
+        (Some(secs), false) => format!(", Retry-After {secs}s"),
+        (None, false) => String::new(),
+    }
+}
+
+/// Timeouts and trust for the sinks' HTTP client.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// Total time for one request, from connecting to the end of the response body.
+    pub timeout: Duration,
+    /// Time to establish the TCP connection.
+    pub connect_timeout: Duration,
+    /// Extra CA certificates (PEM) trusted besides the system roots, e.g. an in-cluster Loki.
+    pub extra_ca_pem: Option<String>,
+}
+
+impl Default for HttpOptions {
+    /// 10 s per request, 5 s to connect, system roots only.
+    fn default() -> Self {
+        HttpOptions {
+            timeout: Duration::from_secs(10),
+            connect_timeout: Duration::from_secs(5),
+            extra_ca_pem: None,
+        }
+    }
+}
+
+/// A response as the sinks need it.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    pub(crate) status: StatusCode,
+    pub(crate) headers: HeaderMap,
+    pub(crate) body: Bytes,
+}
+
+/// A hyper client over rustls (ring) that never follows redirects.
+#[derive(Clone)]
+pub(crate) struct HttpClient {
+    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    timeout: Duration,
+}
+
+impl HttpClient {
+    pub(crate) fn new(options: &HttpOptions) -> Result<HttpClient, SendError> {
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let mut roots = rustls::RootCertStore::empty();
+        let native = rustls_native_certs::load_native_certs();
+        roots.add_parsable_certificates(native.certs);
+        if let Some(pem) = &options.extra_ca_pem {
+            let mut reader = pem.as_bytes();
+            let mut added = 0;
+            for cert in rustls_pemfile::certs(&mut reader) {
+                let cert = cert.map_err(|e| SendError::Tls(format!("unreadable CA PEM: {e}")))?;
+                roots
+                    .add(cert)
+                    .map_err(|e| SendError::Tls(format!("unusable CA certificate: {e}")))?;
+                added += 1;
+            }
+            if added == 0 {
+                return Err(SendError::Tls("no certificate in the CA PEM".to_string()));
+            }
+        }
+        let tls = rustls::ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .map_err(|e| SendError::Tls(e.to_string()))?
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let mut http = HttpConnector::new();
+        http.enforce_http(false);
+        http.set_connect_timeout(Some(options.connect_timeout));
+        let connector = hyper_rustls::HttpsConnectorBuilder::new()
+            .with_tls_config(tls)
+            .https_or_http()
+            .enable_http1()
+            .wrap_connector(http);
+        let client = Client::builder(TokioExecutor::new()).build(connector);
+        Ok(HttpClient {
+            client,
+            timeout: options.timeout,
+        })
+    }
+
+    /// POSTs `body` as JSON to `uri` with extra `headers`; any answer (whatever its status) is
+    /// returned; failures to get one become [`SendError`]s with `secrets` removed.
+    pub(crate) async fn post_json(
+        &self,
+        uri: &Uri,
+        headers: &[(http::HeaderName, HeaderValue)],
+        body: Bytes,
+        secrets: &[&str],
+    ) -> Result<Answer, SendError> {
+        let mut builder = http::Request::post(uri.clone())
+            .header(http::header::CONTENT_TYPE, "application/json")
+            .header(http::header::USER_AGENT, "workload-report");
+        for (name, value) in headers {
+            builder = builder.header(name, value);
+        }
+        let request = builder
+            .body(Full::new(body))
+            .map_err(|_| SendError::InvalidUrl)?;
+        let exchange = async {
+            let response = self
+                .client
+                .request(request)
+                .await
+                .map_err(|e| transport(&e, secrets))?;
+            let (parts, body) = response.into_parts();
+            let body = Limited::new(body, MAX_BODY_BYTES)
+                .collect()
+                .await
+                .map_err(|e| SendError::Transport(hide_all(&chain(&*e), secrets)))?
+                .to_bytes();
+            Ok(Answer {
+                status: parts.status,
+                headers: parts.headers,
+                body,
+            })
+        };
+        match tokio::time::timeout(self.timeout, exchange).await {
+            Ok(result) => result,
+            Err(_) => Err(SendError::Timeout {
+                seconds: self.timeout.as_secs().max(1),
+            }),
+        }
+    }
+}
+
+/// Classifies a non-2xx answer other than 429 into a [`SendError`].
+pub(crate) fn failure(answer: &Answer, secrets: &[&str]) -> SendError {
+    let status = answer.status.as_u16();
+    if answer.status.is_redirection() {
+        return SendError::Redirect { status };
+    }
+    SendError::Status {
+        status,
+        body: snippet(&answer.body, secrets),
+    }
+}
+
+/// The start of a body, redacted, on one line.
+pub(crate) fn snippet(body: &[u8], secrets: &[&str]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let hidden = hide_all(&one_line, secrets);
+    let mut cut: String = hidden.chars().take(BODY_SNIPPET_CHARS).collect();
+    if cut.len() < hidden.len() {
+        cut.push('…');
+    }
+    cut
+}
+
+fn chain(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let part = cause.to_string();
+        if !text.contains(&part) {
+            text.push_str(": ");
+            text.push_str(&part);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+fn transport(error: &hyper_util::client::legacy::Error, secrets: &[&str]) -> SendError {
+    SendError::Transport(hide_all(&chain(error), secrets))
+}

@@ -1,0 +1,220 @@
+//! The report model every sink consumes: per team → namespace → rule counts, the run summary.
+//!
+//! The pipeline (`daily-report`) builds one [`Report`] per run; each sink renders it. Only the
+//! run summary and the audit check are `Serialize`: they are documented outputs (`run.json`, the
+//! `run` Loki line). Everything else reaches the outside world through a sink's own payload types.
+
+use std::collections::BTreeMap;
+
+use jiff::Timestamp;
+use serde::Serialize;
+
+/// One run's report: the run summary, every team's counts, and the run's problems.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Report {
+    /// The run line: id, cluster, status, reason, dry run, posted/failed teams, timestamps.
+    pub run: RunSummary,
+    /// Every configured team (including clean teams, the default team and `silenced`), keyed by
+    /// team name. A team with no violations has an empty [`TeamReport`]: it still gets a
+    /// `team_total` Loki line with total 0.
+    pub teams: BTreeMap<String, TeamReport>,
+    /// Every problem of the run, in the order they happened (already free of secrets). They go
+    /// to the default team in a problems digest ([`crate::slack::problems_message`]).
+    pub problems: Vec<String>,
+}
+
+/// One team's violations: namespace → rule (constraint kind) → counts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TeamReport {
+    /// Namespaces with at least one violating workload, keyed (and so sorted) by name.
+    pub namespaces: BTreeMap<String, NamespaceReport>,
+}
+
+impl TeamReport {
+    /// The number of (workload, rule) pairs over all namespaces: a workload flagged by two rules
+    /// counts twice, once per rule.
+    pub fn total(&self) -> usize {
+        self.namespaces.values().map(NamespaceReport::total).sum()
+    }
+
+    /// Whether the team has no violation at all.
+    pub fn is_clean(&self) -> bool {
+        self.total() == 0
+    }
+}
+
+/// One namespace's violations, per rule.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NamespaceReport {
+    /// Rule (constraint kind, e.g. `K8sRequiredLabels`) → what it flagged, sorted by rule.
+    pub rules: BTreeMap<String, RuleReport>,
+}
+
+impl NamespaceReport {
+    /// The number of (workload, rule) pairs in this namespace.
+    pub fn total(&self) -> usize {
+        self.rules.values().map(|r| r.count).sum()
+    }
+}
+
+/// What one rule flagged in one namespace.
+///
+/// Build it with [`RuleReport::from_workloads`], which sorts, dedups, caps and counts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RuleReport {
+    /// Distinct violating workloads (a workload is keyed by kind and name).
+    pub count: usize,
+    /// Display names ([`ViolatingWorkload::display_name`]) of the first `maxNamesPerRule`
+    /// workloads, sorted by (name, kind).
+    pub names: Vec<String>,
+    /// How many names were cut by the cap (`+N more`); `count == names.len() + more`.
+    pub more: usize,
+    /// Message category → number of workloads in it (`other` for unmatched messages); the
+    /// values add up to `count`.
+    pub categories: BTreeMap<String, usize>,
+    /// Every violating workload, sorted by (name, kind): the `violation` Loki lines.
+    pub workloads: Vec<ViolatingWorkload>,
+}
+
+impl RuleReport {
+    /// Sorts `workloads` by (name, kind), keeps one entry per (kind, name) (the first after
+    /// sorting by message, so the result does not depend on input order), caps the display
+    /// names at `max_names` and counts categories.
+    pub fn from_workloads(mut workloads: Vec<ViolatingWorkload>, max_names: usize) -> RuleReport {
+        workloads.sort_by(|a, b| {
+            (&a.name, &a.kind, &a.category, &a.message).cmp(&(
+                &b.name,
+                &b.kind,
+                &b.category,
+                &b.message,
+            ))
+        });
+        workloads
+            .dedup_by(|later, earlier| later.kind == earlier.kind && later.name == earlier.name);
+        let count = workloads.len();
+        let names: Vec<String> = workloads
+            .iter()
+            .take(max_names)
+            .map(ViolatingWorkload::display_name)
+            .collect();
+        let mut categories = BTreeMap::new();
+        for w in &workloads {
+            *categories.entry(w.category.clone()).or_insert(0) += 1;
+        }
+        RuleReport {
+            count,
+            more: count - names.len(),
+            names,
+            categories,
+            workloads,
+        }
+    }
+}
+
+/// One workload flagged by one rule.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ViolatingWorkload {
+    /// The workload kind (`Deployment`, `StatefulSet`).
+    pub kind: String,
+    /// The workload name.
+    pub name: String,
+    /// The message category of the workload's violation (`other` when no pattern matched).
+    pub category: String,
+    /// The violation message (free text from the policy).
+    pub message: String,
+}
+
+impl ViolatingWorkload {
+    /// The name shown in Slack: the bare name for a Deployment, `kind/name` (lower-case kind)
+    /// for any other kind, e.g. `api` and `statefulset/api`.
+    pub fn display_name(&self) -> String {
+        if self.kind == "Deployment" {
+            self.name.clone()
+        } else {
+            format!("{}/{}", self.kind.to_ascii_lowercase(), self.name)
+        }
+    }
+}
+
+/// The outcome of a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RunStatus {
+    /// Everything worked and agreed.
+    Ok,
+    /// The run counted, but a post, the Loki push or an audit cross-check failed.
+    Partial,
+    /// The run could not count (API, engine or input failure); nothing was posted but problems.
+    Skipped,
+}
+
+impl RunStatus {
+    /// `ok`, `partial` or `skipped`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Ok => "ok",
+            RunStatus::Partial => "partial",
+            RunStatus::Skipped => "skipped",
+        }
+    }
+}
+
+/// The audit cross-check of one rule: our count against Gatekeeper's audit, or skipped.
+///
+/// Serialized as `{"engine": N, "audit": M}` or the string `"skipped"`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AuditCheck {
+    /// Counts of the Constraints of this rule that had a fresh audit.
+    Compared {
+        /// Violations counted by this run's engine.
+        engine: u64,
+        /// `status.totalViolations` summed over the fresh Constraints.
+        audit: u64,
+    },
+    /// No Constraint of this rule had a fresh audit (or the run was skipped).
+    Skipped,
+}
+
+impl Serialize for AuditCheck {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        match self {
+            AuditCheck::Compared { engine, audit } => {
+                let mut map = serializer.serialize_map(Some(2))?;
+                map.serialize_entry("engine", engine)?;
+                map.serialize_entry("audit", audit)?;
+                map.end()
+            }
+            AuditCheck::Skipped => serializer.serialize_str("skipped"),
+        }
+    }
+}
+
+/// The run line: what `run.json` holds, what is printed to stdout and pushed to Loki as the
+/// `run` line (see the Loki contract).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct RunSummary {
+    /// Unique id of this run (also the `var-run` of dashboard links).
+    pub run_id: String,
+    /// The cluster name from the configuration.
+    pub cluster: String,
+    /// The engine that evaluated the workloads: `embedded`, `gator` or `both`.
+    pub engine: String,
+    /// ok, partial or skipped.
+    pub status: RunStatus,
+    /// Why the run is partial or skipped (problems joined with `; `); empty when ok.
+    pub reason: String,
+    /// Whether Slack posts were suppressed.
+    pub dry_run: bool,
+    /// Teams whose digest was posted (or, in a dry run, would have been), sorted.
+    pub posted: Vec<String>,
+    /// Teams whose webhook was missing or invalid or whose post failed, sorted.
+    pub failed: Vec<String>,
+    /// Rule → audit cross-check.
+    pub audit_check: BTreeMap<String, AuditCheck>,
+    /// When the run started.
+    pub started_at: Timestamp,
+    /// When the run finished (the timestamp of every Loki line of the run).
+    pub finished_at: Timestamp,
+}

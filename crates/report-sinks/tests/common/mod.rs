@@ -1,0 +1,144 @@
+//! A sample report shared by the sink tests.
+
+#![allow(dead_code, unreachable_pub)]
+
+use std::collections::BTreeMap;
+
+use report_sinks::{
+    AuditCheck, NamespaceReport, Report, RuleReport, RunStatus, RunSummary, TeamReport,
+    ViolatingWorkload,
+};
+
+pub fn workload(kind: &str, name: &str, category: &str, message: &str) -> ViolatingWorkload {
+    ViolatingWorkload {
+        kind: kind.into(),
+        name: name.into(),
+        category: category.into(),
+        message: message.into(),
+    }
+}
+
+pub fn run() -> RunSummary {
+    RunSummary {
+        run_id: "20261130T073000Z-a1b2".into(),
+        cluster: "azure-dev".into(),
+        engine: "embedded".into(),
+        status: RunStatus::Ok,
+        reason: String::new(),
+        dry_run: false,
+        posted: vec![],
+        failed: vec![],
+        audit_check: BTreeMap::from([
+            (
+                "K8sRequiredLabels".to_string(),
+                AuditCheck::Compared {
+                    engine: 4,
+                    audit: 4,
+                },
+            ),
+            ("K8sRequiredProbes".to_string(), AuditCheck::Skipped),
+        ]),
+        started_at: "2026-11-30T07:30:00Z".parse().unwrap(),
+        finished_at: "2026-11-30T07:30:42Z".parse().unwrap(),
+    }
+}
+
+pub fn namespace(rules: Vec<(&str, Vec<ViolatingWorkload>)>, max: usize) -> NamespaceReport {
+    NamespaceReport {
+        rules: rules
+            .into_iter()
+            .map(|(rule, workloads)| (rule.to_string(), RuleReport::from_workloads(workloads, max)))
+            .collect(),
+    }
+}
+
+/// raster: two namespaces (a Deployment and a StatefulSet both named `api`); 3d: clean;
+/// silenced: kube-system; infra (default): one violation.
+pub fn report() -> Report {
+    let raster = TeamReport {
+        namespaces: BTreeMap::from([
+            (
+                "dem-dev".to_string(),
+                namespace(
+                    vec![(
+                        "K8sRequiredLabels",
+                        vec![
+                            workload("Deployment", "worker", "invalid", "label owner is invalid"),
+                            workload("Deployment", "api", "missing", "missing label owner"),
+                            workload("Deployment", "web", "missing", "missing label owner"),
+                        ],
+                    )],
+                    2,
+                ),
+            ),
+            (
+                "raster-dev".to_string(),
+                namespace(
+                    vec![
+                        (
+                            "K8sRequiredLabels",
+                            vec![workload(
+                                "StatefulSet",
+                                "api",
+                                "other",
+                                "bad <labels> & more",
+                            )],
+                        ),
+                        (
+                            "K8sRequiredProbes",
+                            vec![
+                                workload("Deployment", "api", "other", "no readiness probe"),
+                                workload("StatefulSet", "api", "other", "no readiness probe"),
+                            ],
+                        ),
+                    ],
+                    10,
+                ),
+            ),
+        ]),
+    };
+    let silenced = TeamReport {
+        namespaces: BTreeMap::from([(
+            "kube-system".to_string(),
+            namespace(
+                vec![(
+                    "K8sRequiredProbes",
+                    vec![workload(
+                        "Deployment",
+                        "coredns",
+                        "other",
+                        "no liveness probe",
+                    )],
+                )],
+                10,
+            ),
+        )]),
+    };
+    let infra = TeamReport {
+        namespaces: BTreeMap::from([(
+            "payments".to_string(),
+            namespace(
+                vec![(
+                    "K8sRequiredLabels",
+                    vec![workload(
+                        "Deployment",
+                        "ledger",
+                        "missing",
+                        "missing label owner",
+                    )],
+                )],
+                10,
+            ),
+        )]),
+    };
+    Report {
+        run: run(),
+        teams: BTreeMap::from([
+            ("3d".to_string(), TeamReport::default()),
+            ("infra".to_string(), infra),
+            ("raster".to_string(), raster),
+            ("silenced".to_string(), silenced),
+        ]),
+        problems: vec![],
+    }
+}

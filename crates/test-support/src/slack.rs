@@ -1,0 +1,176 @@
+//! A fake Slack: incoming-webhook capture server with scripted answers per team.
+//!
+//! Every team gets its own webhook path under one server ([`SlackServer::webhook_url`]); each
+//! post is recorded, and each team can be told to answer 500, 302, 429 with `Retry-After`, 400,
+//! hang (to trip the client's timeout) or echo the webhook path in an error body. The same
+//! [`SinkReply`] script drives the fake Loki ([`crate::loki`]).
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use http::{Response, StatusCode};
+use http_body_util::Full;
+
+use crate::server::{RecordedRequest, Reply, TestServer, respond};
+
+/// How a fake sink answers one request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SinkReply {
+    /// Success: Slack's `200 ok`, Loki's `204`.
+    Ok,
+    /// This status with a short plain-text body (`500`, `400`, …).
+    Status(u16),
+    /// `302 Found` with a `Location` on the same server (a client that follows it gets `200`).
+    Redirect,
+    /// `429 Too Many Requests` with `Retry-After: <secs>`.
+    RateLimited {
+        /// The `Retry-After` value in seconds.
+        retry_after_secs: u64,
+    },
+    /// Never answers (sleeps for ten minutes), so the client's timeout fires.
+    Hang,
+    /// This status with a body echoing the request path without scheme or host, as Slack's
+    /// `no_service` / `invalid_token` bodies do.
+    EchoPath(u16),
+}
+
+/// A per-key queue of replies: each request takes the front; the last reply repeats.
+#[derive(Debug, Default)]
+pub(crate) struct Script {
+    queues: Mutex<HashMap<String, VecDeque<SinkReply>>>,
+}
+
+impl Script {
+    pub(crate) fn set(&self, key: &str, replies: Vec<SinkReply>) {
+        self.queues
+            .lock()
+            .expect("script")
+            .insert(key.to_string(), replies.into());
+    }
+
+    pub(crate) fn next(&self, key: &str) -> SinkReply {
+        let mut queues = self.queues.lock().expect("script");
+        match queues.get_mut(key) {
+            Some(queue) if queue.len() > 1 => queue.pop_front().unwrap_or(SinkReply::Ok),
+            Some(queue) => queue.front().cloned().unwrap_or(SinkReply::Ok),
+            None => SinkReply::Ok,
+        }
+    }
+}
+
+/// Turns a scripted reply into a response; `ok` is the success response of the fake.
+pub(crate) async fn answer(reply: SinkReply, request: &RecordedRequest, ok: Reply) -> Reply {
+    match reply {
+        SinkReply::Ok => ok,
+        SinkReply::Status(code) => respond(
+            StatusCode::from_u16(code).expect("valid status"),
+            "text/plain",
+            format!("fake error {code}"),
+        ),
+        SinkReply::Redirect => Response::builder()
+            .status(StatusCode::FOUND)
+            .header(http::header::LOCATION, "/redirected")
+            .body(Full::new("moved".into()))
+            .expect("valid response"),
+        SinkReply::RateLimited { retry_after_secs } => Response::builder()
+            .status(StatusCode::TOO_MANY_REQUESTS)
+            .header(http::header::RETRY_AFTER, retry_after_secs.to_string())
+            .body(Full::new("rate_limited".into()))
+            .expect("valid response"),
+        SinkReply::Hang => {
+            tokio::time::sleep(Duration::from_secs(600)).await;
+            ok
+        }
+        SinkReply::EchoPath(code) => respond(
+            StatusCode::from_u16(code).expect("valid status"),
+            "text/plain",
+            format!(
+                "no_service: no webhook at {} (also {})",
+                request.path,
+                request.path.trim_start_matches('/')
+            ),
+        ),
+    }
+}
+
+/// The path prefix of every fake webhook.
+pub const WEBHOOK_PREFIX: &str = "/services/T0FAKE";
+
+/// A fake Slack incoming-webhook server.
+#[derive(Debug)]
+pub struct SlackServer {
+    server: TestServer,
+    script: Arc<Script>,
+}
+
+impl SlackServer {
+    /// Starts the server; every team answers [`SinkReply::Ok`] until told otherwise.
+    pub fn start() -> SlackServer {
+        let script = Arc::new(Script::default());
+        let handler_script = Arc::clone(&script);
+        let server = TestServer::start(move |request: RecordedRequest| {
+            let script = Arc::clone(&handler_script);
+            async move {
+                if request.path == "/redirected" {
+                    return respond(StatusCode::OK, "text/plain", "ok");
+                }
+                let team = team_of(&request.path).unwrap_or_default();
+                let reply = script.next(&team);
+                answer(reply, &request, respond(StatusCode::OK, "text/plain", "ok")).await
+            }
+        });
+        SlackServer { server, script }
+    }
+
+    /// Scripts `team`'s answers: one per post, the last one repeating.
+    pub fn reply(&self, team: &str, replies: Vec<SinkReply>) {
+        self.script.set(team, replies);
+    }
+
+    /// The webhook path of `team`: `/services/T0FAKE/<team>/<secret token>`.
+    pub fn webhook_path(team: &str) -> String {
+        format!("{WEBHOOK_PREFIX}/{team}/sEcReT{}tOkEn", team.len() * 7919)
+    }
+
+    /// The full webhook URL of `team` on this server (plain HTTP).
+    pub fn webhook_url(&self, team: &str) -> String {
+        format!("{}{}", self.server.url(), Self::webhook_path(team))
+    }
+
+    /// The base URL of the server.
+    pub fn url(&self) -> String {
+        self.server.url()
+    }
+
+    /// Every request received, in arrival order (posts of every team, redirect follow-ups).
+    pub fn requests(&self) -> Vec<RecordedRequest> {
+        self.server.requests()
+    }
+
+    /// The bodies (as text) posted to `team`'s webhook, in order.
+    pub fn posts(&self, team: &str) -> Vec<String> {
+        self.requests()
+            .into_iter()
+            .filter(|r| team_of(&r.path).as_deref() == Some(team))
+            .map(|r| String::from_utf8_lossy(&r.body).into_owned())
+            .collect()
+    }
+
+    /// The teams that received at least one post, sorted.
+    pub fn teams_posted(&self) -> Vec<String> {
+        let mut teams: Vec<String> = self
+            .requests()
+            .iter()
+            .filter_map(|r| team_of(&r.path))
+            .collect();
+        teams.sort();
+        teams.dedup();
+        teams
+    }
+}
+
+fn team_of(path: &str) -> Option<String> {
+    let rest = path.strip_prefix(WEBHOOK_PREFIX)?.strip_prefix('/')?;
+    rest.split('/').next().map(str::to_string)
+}
