@@ -11,11 +11,13 @@ use anyhow::{Context, Result, bail};
 
 use crate::util;
 
-/// One benchmark: its name, the package and the example that runs it.
+/// One benchmark: its name, the package and the example that runs it, and optionally a binary
+/// the example runs too (built in release mode, its path passed in the named variable).
 struct Bench {
     name: &'static str,
     package: &'static str,
     example: &'static str,
+    binary: Option<(&'static str, &'static str)>,
 }
 
 const BENCHES: &[Bench] = &[
@@ -23,26 +25,31 @@ const BENCHES: &[Bench] = &[
         name: "admission",
         package: "admission-core",
         example: "bench_admission",
+        binary: None,
     },
     Bench {
         name: "fanout",
         package: "policy-client",
         example: "bench_fanout",
+        binary: Some(("jobcheck", "JOBCHECK_BIN")),
     },
     Bench {
         name: "engine",
         package: "gatekeeper-engine",
         example: "bench_engine",
+        binary: None,
     },
     Bench {
         name: "projection",
         package: "cluster-projection",
         example: "bench_projection",
+        binary: None,
     },
     Bench {
         name: "report",
         package: "daily-report",
         example: "bench_report",
+        binary: None,
     },
 ];
 
@@ -65,9 +72,14 @@ pub(crate) fn run(name: &str, extra: &[&str]) -> Result<()> {
     let program = util::root()
         .join("target/release/examples")
         .join(bench.example);
+    let mut measured = Command::new(std::env::current_exe().context("cannot locate xtask")?);
+    if let Some((package, variable)) = bench.binary {
+        util::cargo(&["build", "--release", "--package", package])?;
+        measured.env(variable, util::root().join("target/release").join(package));
+    }
     // Measure through a fresh xtask process whose only child is the benchmark: rusage of
     // children covers every waited-for child, and this process has already waited for cargo.
-    let status = Command::new(std::env::current_exe().context("cannot locate xtask")?)
+    let status = measured
         .arg(MEASURE)
         .arg(name)
         .arg(&program)

@@ -28,7 +28,8 @@ pub(crate) fn check() -> Result<()> {
             .unwrap_or(file)
             .display()
             .to_string();
-        let in_tests = rel.contains("/tests/") || rel.contains("/benches/");
+        let in_tests =
+            rel.contains("/tests/") || rel.contains("/benches/") || rel.contains("/examples/");
         if !text.trim_start().starts_with("//!") {
             problems.push(format!("{rel}: does not start with a `//!` doc comment"));
         }

@@ -88,7 +88,6 @@ fn main() -> ExitCode {
     });
     let rendered = serde_json::to_string_pretty(&payload).expect("render");
     let wall = started.elapsed();
-    drop(server);
 
     let ok = policies.iter().filter(|p| p.is_ok()).count();
     let drift = payload["policy_drift"].as_array().map_or(0, Vec::len);
@@ -105,6 +104,17 @@ fn main() -> ExitCode {
         setup.as_secs_f64() * 1e3,
     );
     let mut failed = false;
+    if let Some(cli_wall) = time_the_cli(&server, &names, ca_file.path()) {
+        println!(
+            "fanout: `jobcheck check -o json` over the same {REGIONS} regions: {:.1} ms wall (target < {} ms)",
+            cli_wall.as_secs_f64() * 1e3,
+            WALL_TARGET.as_millis()
+        );
+        if cli_wall >= WALL_TARGET {
+            eprintln!("fanout: the CLI missed the wall-time target");
+            failed = true;
+        }
+    }
     if ok != REGIONS {
         eprintln!("fanout: only {ok} of {REGIONS} regions were read");
         failed = true;
@@ -157,4 +167,58 @@ fn peak_rss_mib() -> f64 {
                 .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
         })
         .map_or(0.0, |kib| kib / 1024.0)
+}
+
+/// When `JOBCHECK_BIN` names a built `jobcheck` (xtask builds it in release mode), runs the whole
+/// `jobcheck check <job> -o json` against the same regions and returns its wall time. The peak RSS
+/// xtask reports covers this child too (rusage of children).
+fn time_the_cli(
+    server: &PolicyServer,
+    names: &[String],
+    ca_file: &std::path::Path,
+) -> Option<Duration> {
+    let binary = std::env::var_os("JOBCHECK_BIN")?;
+    let dir = tempfile::tempdir().expect("temp dir");
+    let regions: String = names
+        .iter()
+        .map(|name| {
+            format!(
+                "  - name: {name}\n    endpoint: {}\n",
+                server.endpoint(name)
+            )
+        })
+        .collect();
+    let file = dir.path().join("jobcheck.yaml");
+    std::fs::write(
+        &file,
+        format!(
+            "regions:\n{regions}auth: {{type: none}}\ncaFile: {}\n",
+            ca_file.display()
+        ),
+    )
+    .expect("write regions file");
+    let started = Instant::now();
+    let output = std::process::Command::new(binary)
+        .args([
+            "check",
+            "fixtures/jobcheck/gpu-job.yaml",
+            "-o",
+            "json",
+            "--regions-file",
+        ])
+        .arg(&file)
+        .output()
+        .expect("run jobcheck");
+    let wall = started.elapsed();
+    assert!(
+        output.status.success(),
+        "jobcheck failed: {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let payload: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON payload");
+    assert_eq!(
+        payload["verdicts"].as_array().map(Vec::len),
+        Some(names.len())
+    );
+    Some(wall)
 }
