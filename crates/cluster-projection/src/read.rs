@@ -317,11 +317,7 @@ async fn get_one(
 ) -> Result<Item, ReadError> {
     let request = http::Request::get(resource.path.as_str())
         .body(Vec::new())
-        .map_err(|_| ReadError::UnexpectedBody {
-            resource: resource.label.clone(),
-            status: 0,
-            expected: "a valid request path",
-        })?;
+        .map_err(|_| invalid_path(resource))?;
     let (status, body) = fetch(client, request, &resource.label, timeout).await?;
     if !status.is_success() {
         return Err(status_error(resource, status, &body));
@@ -368,11 +364,7 @@ async fn list_all(
         }
         let request = kube::core::Request::new(resource.path.as_str())
             .list(&params)
-            .map_err(|_| ReadError::UnexpectedBody {
-                resource: resource.label.clone(),
-                status: 0,
-                expected: "a valid request path",
-            })?;
+            .map_err(|_| invalid_path(resource))?;
         let (status, body) = fetch(client, request, &resource.label, timeout).await?;
         if !status.is_success() {
             return Err(status_error(resource, status, &body));
@@ -565,6 +557,15 @@ fn status_message(status: StatusCode, body: &[u8]) -> String {
         (_, true) => reason.to_string(),
         (true, false) => detail.to_string(),
         (false, false) => format!("{reason}: {detail}"),
+    }
+}
+
+/// A resource path that cannot form a request (never for the fixed paths this crate builds).
+fn invalid_path(resource: &Resource) -> ReadError {
+    ReadError::UnexpectedBody {
+        resource: resource.label.clone(),
+        status: 0,
+        expected: "a valid request path",
     }
 }
 
