@@ -255,10 +255,12 @@ fn main() -> ExitCode {
         rayon::current_num_threads()
     );
     println!(
-        "bench engine: ingest {:.3} s; review {:.3} s; {} reviews (object x matching constraint); {} results; {:.0} reviews/s (target >= {TARGET_REVIEWS_PER_SEC:.0})",
+        "bench engine: ingest {:.3} s; review {:.3} s; {} reviews (object x matching constraint), {} Rego evaluations ({:.0}/s); {} results; {:.0} reviews/s (target >= {TARGET_REVIEWS_PER_SEC:.0})",
         ingested.as_secs_f64(),
         review_wall.as_secs_f64(),
         outcome.stats.reviews,
+        outcome.stats.evaluations,
+        outcome.stats.evaluations as f64 / review_wall.as_secs_f64(),
         outcome.results.len(),
         rate
     );

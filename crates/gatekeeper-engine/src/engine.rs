@@ -86,10 +86,10 @@ impl Engine {
             return Err(EngineError::NoInput);
         }
         // Callers may build objects themselves: make every number what gator's float64 makes it.
-        let objects: Vec<Value> = objects
-            .into_iter()
-            .map(crate::reader::gator_numbers)
-            .collect();
+        let mut objects = objects;
+        objects
+            .par_iter_mut()
+            .for_each(crate::reader::normalize_numbers);
         let mut policies = PolicySet::new();
         for object in objects.iter().filter(|o| is_template(o)) {
             policies.add_template(object)?;
@@ -97,7 +97,12 @@ impl Engine {
         for object in objects.iter().filter(|o| is_constraint(o)) {
             policies.add_constraint(object)?;
         }
-        let inventory = Inventory::new(&objects)?;
+        // Building `data.inventory` copies the whole input; skip it when no template reads it.
+        let inventory = if policies.uses_inventory() {
+            Inventory::new(&objects)?
+        } else {
+            Inventory::without_data(&objects)?
+        };
         let prototype = Mutex::new(policies.evaluator(&inventory)?);
         Ok(Engine {
             objects,
@@ -156,6 +161,7 @@ impl Engine {
         let mut outcome = ReviewOutcome::default();
         for (results, stats) in per_object {
             outcome.stats.reviews += stats.reviews;
+            outcome.stats.evaluations += stats.evaluations;
             outcome.results.extend(results);
         }
         sort_results(&mut outcome.results);

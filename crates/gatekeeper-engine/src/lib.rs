@@ -30,7 +30,8 @@ pub use engine::{
 };
 pub use error::EngineError;
 pub use reader::{
-    gator_numbers, parse_stream, read_source_file, read_sources, read_verify_file, yaml_to_json,
+    gator_numbers, normalize_numbers, parse_stream, read_source_file, read_sources,
+    read_verify_file, yaml_to_json,
 };
 pub use result::{ConstraintRef, ObjectRef, ReviewResult};
 pub use review::{

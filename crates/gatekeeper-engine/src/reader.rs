@@ -194,16 +194,25 @@ fn yaml_key(key: serde_yaml::Value) -> String {
 
 /// Makes every number what Go's `float64` makes of it: integral values within `i64` stay
 /// integers (printed without a fraction, as Go prints them), others become `f64`.
-pub fn gator_numbers(value: Value) -> Value {
+pub fn gator_numbers(mut value: Value) -> Value {
+    normalize_numbers(&mut value);
+    value
+}
+
+/// [`gator_numbers`] in place: only number nodes are touched, so a large object is not rebuilt.
+pub fn normalize_numbers(value: &mut Value) {
     match value {
-        Value::Number(n) => float_number(n.as_f64().unwrap_or(0.0)),
-        Value::Array(items) => Value::Array(items.into_iter().map(gator_numbers).collect()),
-        Value::Object(map) => Value::Object(
-            map.into_iter()
-                .map(|(k, v)| (k, gator_numbers(v)))
-                .collect(),
-        ),
-        other => other,
+        Value::Number(n) => {
+            // Integers within ±2^53 survive the float64 round trip unchanged.
+            const EXACT: u64 = 1 << 53;
+            let exact = n.as_i64().is_some_and(|i| i.unsigned_abs() <= EXACT);
+            if !exact {
+                *value = float_number(n.as_f64().unwrap_or(0.0));
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(normalize_numbers),
+        Value::Object(map) => map.values_mut().for_each(normalize_numbers),
+        _ => {}
     }
 }
 
@@ -228,6 +237,12 @@ mod tests {
         assert_eq!(v["b"], serde_json::json!(2));
         assert_eq!(v["c"], serde_json::json!(2.5));
         assert_eq!(v["d"][0], serde_json::json!(12345678901234567000.0));
+        // 2^53 + 1 has no float64: it becomes its nearest neighbour, as in Go.
+        let v = gator_numbers(
+            serde_json::json!({"big": 9007199254740993i64, "edge": -9007199254740992i64}),
+        );
+        assert_eq!(v["big"], serde_json::json!(9007199254740992i64));
+        assert_eq!(v["edge"], serde_json::json!(-9007199254740992i64));
     }
 
     #[test]

@@ -99,18 +99,44 @@ impl PolicySet {
             .find(|c| c.kind == kind && c.name == name)
     }
 
+    /// For each constraint, the first constraint with the same template and equal parameters.
+    /// The Rego sees only `input.review` and `input.parameters` (never the constraint's name or
+    /// action), so such constraints give the same violations for a review: a warn/deny pair
+    /// of one rule is evaluated once.
+    fn same_evaluation_as(&self) -> Vec<usize> {
+        let constraints = &self.constraints;
+        (0..constraints.len())
+            .map(|i| {
+                (0..i)
+                    .find(|&j| {
+                        constraints[j].template == constraints[i].template
+                            && constraints[j].parameters == constraints[i].parameters
+                    })
+                    .unwrap_or(i)
+            })
+            .collect()
+    }
+
+    /// Whether any template can read `data.inventory` (when none can, the inventory's data
+    /// need not be built: [`Inventory::without_data`]).
+    pub fn uses_inventory(&self) -> bool {
+        self.templates.iter().any(Template::uses_inventory)
+    }
+
     /// An evaluator over `inventory`: each template's engine is cloned once, given the
-    /// inventory and prepared, so clones of the evaluator start warm.
+    /// inventory (if it reads it) and prepared, so clones of the evaluator start warm.
     pub fn evaluator(&self, inventory: &Inventory) -> Result<Evaluator, EngineError> {
         let mut engines = Vec::with_capacity(self.templates.len());
         for template in &self.templates {
             let mut engine = template.engine();
-            engine
-                .add_data(inventory.data.clone())
-                .map_err(|e| EngineError::Template {
-                    name: template.name.clone(),
-                    reason: format!("adding data.inventory: {}", one_line_error(&e)),
-                })?;
+            if template.uses_inventory() {
+                engine
+                    .add_data(inventory.data.clone())
+                    .map_err(|e| EngineError::Template {
+                        name: template.name.clone(),
+                        reason: format!("adding data.inventory: {}", one_line_error(&e)),
+                    })?;
+            }
             engine.set_input(regorus::Value::new_object());
             // Warm up (prepare); the result on an empty input does not matter.
             let _ = engine.eval_rule(template.rule.clone());
@@ -125,6 +151,7 @@ impl PolicySet {
         Ok(Evaluator {
             engines,
             parameters,
+            same_evaluation_as: self.same_evaluation_as(),
             namespaces: inventory.namespaces.clone(),
         })
     }
@@ -149,62 +176,64 @@ impl Inventory {
     /// Builds `data.inventory` (cluster / namespace layout) from `objects`; `v1 Namespace`
     /// objects also go into the namespace cache. Objects without a version or kind are errors.
     pub fn new(objects: &[Value]) -> Result<Inventory, EngineError> {
-        let mut cluster = Map::new();
-        let mut namespaced = Map::new();
+        Inventory::build(objects, true)
+    }
+
+    /// Like [`Inventory::new`] (the same checks, the same namespace cache) but with an empty
+    /// `data.inventory`: for policy sets whose templates never read it.
+    pub fn without_data(objects: &[Value]) -> Result<Inventory, EngineError> {
+        Inventory::build(objects, false)
+    }
+
+    fn build(objects: &[Value], with_data: bool) -> Result<Inventory, EngineError> {
+        // namespace ("" for cluster-scoped) → apiVersion → kind → name → object. Objects are
+        // converted straight to regorus values: no JSON copy of the cluster is ever made.
+        type ByName = BTreeMap<String, regorus::Value>;
+        let mut tree: BTreeMap<&str, BTreeMap<&str, BTreeMap<&str, ByName>>> = BTreeMap::new();
         let mut namespaces = BTreeMap::new();
         for object in objects {
             let api_version = str_at(object, &["apiVersion"]);
             let kind = str_at(object, &["kind"]);
             let name = str_at(object, &["metadata", "name"]);
-            let (_, version) = group_version(api_version);
-            if version.is_empty() || kind.is_empty() {
-                return Err(EngineError::Data {
-                    gvk: format!("{api_version}, Kind={kind}"),
-                    reason: format!(
-                        "{ADMISSION_TARGET}: invalid request object: resource {name} has no {}",
-                        if version.is_empty() {
-                            "version"
-                        } else {
-                            "kind"
-                        }
-                    ),
-                });
+            check_gvk(api_version, kind, name)?;
+            if with_data {
+                tree.entry(str_at(object, &["metadata", "namespace"]))
+                    .or_default()
+                    .entry(api_version)
+                    .or_default()
+                    .entry(kind)
+                    .or_default()
+                    .insert(name.to_string(), to_rego(object));
             }
-            let namespace = str_at(object, &["metadata", "namespace"]);
-            let root = if namespace.is_empty() {
-                &mut cluster
-            } else {
-                namespaced
-                    .entry(namespace.to_string())
-                    .or_insert_with(|| Value::Object(Map::new()))
-                    .as_object_mut()
-                    .expect("namespace entries are objects")
-            };
-            let by_kind = root
-                .entry(api_version.to_string())
-                .or_insert_with(|| Value::Object(Map::new()))
-                .as_object_mut()
-                .expect("group-version entries are objects")
-                .entry(kind.to_string())
-                .or_insert_with(|| Value::Object(Map::new()))
-                .as_object_mut()
-                .expect("kind entries are objects");
-            by_kind.insert(name.to_string(), object.clone());
             if api_version == "v1" && kind == "Namespace" {
                 namespaces.insert(name.to_string(), NamespaceInfo::from_object(object));
             }
         }
-        let mut inventory = Map::new();
-        if !cluster.is_empty() {
-            inventory.insert("cluster".to_string(), Value::Object(cluster));
+        let mut cluster = None;
+        let mut namespaced = BTreeMap::new();
+        for (namespace, by_version) in tree {
+            let value = rego_object(by_version.into_iter().map(|(version, by_kind)| {
+                let kinds = by_kind
+                    .into_iter()
+                    .map(|(kind, by_name)| (kind, rego_object(by_name)));
+                (version, rego_object(kinds))
+            }));
+            if namespace.is_empty() {
+                cluster = Some(value);
+            } else {
+                namespaced.insert(namespace.to_string(), value);
+            }
+        }
+        let mut inventory = Vec::new();
+        if let Some(cluster) = cluster {
+            inventory.push(("cluster", cluster));
         }
         if !namespaced.is_empty() {
-            inventory.insert("namespace".to_string(), Value::Object(namespaced));
+            inventory.push(("namespace", rego_object(namespaced)));
         }
-        let mut data = Map::new();
-        data.insert("inventory".to_string(), Value::Object(inventory));
+        let data = rego_object([("inventory", rego_object(inventory))]);
         Ok(Inventory {
-            data: to_rego(&Value::Object(data)),
+            data,
             namespaces: Arc::new(namespaces),
         })
     }
@@ -374,8 +403,11 @@ impl ReviewRequest {
 /// Per-review counters.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct ReviewStats {
-    /// Template evaluations run: (object × matching constraint).
+    /// Constraint reviews: (object × matching constraint).
     pub reviews: usize,
+    /// Rego evaluations actually run: constraints of one template with equal parameters share
+    /// one evaluation per object, so this is at most `reviews`.
+    pub evaluations: usize,
 }
 
 /// A set of warm template engines over one inventory. Clone it for each worker thread.
@@ -383,6 +415,9 @@ pub struct ReviewStats {
 pub struct Evaluator {
     engines: Vec<regorus::Engine>,
     parameters: Vec<regorus::Value>,
+    /// Per constraint: the constraint whose evaluation it shares ([`PolicySet`]'s
+    /// `same_evaluation_as`).
+    same_evaluation_as: Vec<usize>,
     namespaces: Arc<BTreeMap<String, NamespaceInfo>>,
 }
 
@@ -480,44 +515,37 @@ impl Evaluator {
     ) -> Vec<DetailedResult> {
         let constraints = policies.constraints();
         let template_index = constraints[matched[0]].template;
-        let rule = policies.templates()[template_index].rule.clone();
-        let engine = &mut self.engines[template_index];
+        let rule = &policies.templates()[template_index].rule;
         let mut results = Vec::new();
         let mut error: Option<String> = None;
+        // (shared evaluation, its violations) for the evaluations run so far.
+        let mut evaluated: Vec<(usize, BTreeSet<(String, String)>)> = Vec::new();
         for &index in matched {
             stats.reviews += 1;
-            let c = &constraints[index];
-            let mut input = regorus::Value::new_object();
-            if let Ok(map) = input.as_object_mut() {
-                map.insert(regorus::Value::from("review"), request.rego_review.clone());
-                map.insert(
-                    regorus::Value::from("parameters"),
-                    self.parameters[index].clone(),
-                );
-            }
-            engine.set_input(input);
-            let outcome = engine.eval_rule(rule.clone());
-            let _ = engine.take_prints();
-            match outcome {
-                Ok(value) => match collect(&value) {
-                    Ok(found) => {
-                        for (msg, details) in found {
-                            results.push(DetailedResult {
-                                result: make_result(c, point, object_ref, msg, Some(details)),
-                                kind: ResultKind::Violation,
-                                object_index: 0,
-                            });
+            let shared = self.same_evaluation_as[index];
+            let position = match evaluated.iter().position(|(s, _)| *s == shared) {
+                Some(position) => position,
+                None => {
+                    stats.evaluations += 1;
+                    match self.violations(template_index, rule, request, index) {
+                        Ok(found) => {
+                            evaluated.push((shared, found));
+                            evaluated.len() - 1
+                        }
+                        Err(e) => {
+                            error = Some(e);
+                            break;
                         }
                     }
-                    Err(e) => {
-                        error = Some(e);
-                        break;
-                    }
-                },
-                Err(e) => {
-                    error = Some(one_line_error(&e));
-                    break;
                 }
+            };
+            let c = &constraints[index];
+            for (msg, details) in &evaluated[position].1 {
+                results.push(DetailedResult {
+                    result: make_result(c, point, object_ref, msg.clone(), Some(details.clone())),
+                    kind: ResultKind::Violation,
+                    object_index: 0,
+                });
             }
         }
         match error {
@@ -530,6 +558,32 @@ impl Evaluator {
                     object_index: 0,
                 })
                 .collect(),
+        }
+    }
+
+    /// Runs the template's `violation` rule for one constraint's parameters.
+    fn violations(
+        &mut self,
+        template_index: usize,
+        rule: &str,
+        request: &ReviewRequest,
+        constraint_index: usize,
+    ) -> Result<BTreeSet<(String, String)>, String> {
+        let engine = &mut self.engines[template_index];
+        let mut input = regorus::Value::new_object();
+        if let Ok(map) = input.as_object_mut() {
+            map.insert(regorus::Value::from("review"), request.rego_review.clone());
+            map.insert(
+                regorus::Value::from("parameters"),
+                self.parameters[constraint_index].clone(),
+            );
+        }
+        engine.set_input(input);
+        let outcome = engine.eval_rule(rule.to_string());
+        let _ = engine.take_prints();
+        match outcome {
+            Ok(value) => collect(&value),
+            Err(e) => Err(one_line_error(&e)),
         }
     }
 }
@@ -551,12 +605,39 @@ pub(crate) fn to_rego(value: &Value) -> regorus::Value {
         }
         Value::String(s) => regorus::Value::from(s.as_str()),
         Value::Array(items) => regorus::Value::from(items.iter().map(to_rego).collect::<Vec<_>>()),
-        Value::Object(map) => regorus::Value::from(
-            map.iter()
-                .map(|(k, v)| (regorus::Value::from(k.as_str()), to_rego(v)))
-                .collect::<BTreeMap<_, _>>(),
-        ),
+        Value::Object(map) => rego_object(map.iter().map(|(k, v)| (k, to_rego(v)))),
     }
+}
+
+/// A regorus object with string keys, in regorus' compact read-only layout (a sorted slice:
+/// less memory than a B-tree, and what regorus' own JSON parser produces).
+fn rego_object<K: AsRef<str>>(
+    entries: impl IntoIterator<Item = (K, regorus::Value)>,
+) -> regorus::Value {
+    let map: BTreeMap<regorus::Value, regorus::Value> = entries
+        .into_iter()
+        .map(|(k, v)| (regorus::Value::from(k.as_ref()), v))
+        .collect();
+    regorus::value::Object::from(map).into_value()
+}
+
+/// The framework refuses inventory objects without a version or a kind.
+fn check_gvk(api_version: &str, kind: &str, name: &str) -> Result<(), EngineError> {
+    let (_, version) = group_version(api_version);
+    if !version.is_empty() && !kind.is_empty() {
+        return Ok(());
+    }
+    Err(EngineError::Data {
+        gvk: format!("{api_version}, Kind={kind}"),
+        reason: format!(
+            "{ADMISSION_TARGET}: invalid request object: resource {name} has no {}",
+            if version.is_empty() {
+                "version"
+            } else {
+                "kind"
+            }
+        ),
+    })
 }
 
 /// The distinct (msg, details JSON) pairs of a `violation` set; elements without a `msg` are

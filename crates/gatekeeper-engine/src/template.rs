@@ -26,6 +26,10 @@ pub struct Template {
     pub legacy_schema: bool,
     /// The rule evaluated for a review, e.g. `data.k8srequiredlabels.violation`.
     pub(crate) rule: String,
+    /// Whether the Rego (template or libs) can read `data.inventory`. The import and `data`
+    /// ref rules only let code reach it through the word `inventory`, so a template without
+    /// that word never needs the inventory loaded.
+    pub(crate) uses_inventory: bool,
     /// The compiled engine (modules loaded, no data); cloned for each evaluation context.
     pub(crate) engine: Mutex<regorus::Engine>,
 }
@@ -153,6 +157,9 @@ impl Template {
             .filter(|v| !v.is_null())
             .cloned();
         let (engine, rule) = compile(&name, &code)?;
+        let uses_inventory = std::iter::once(&code.rego)
+            .chain(&code.libs)
+            .any(|module| module.contains("inventory"));
         Ok(Template {
             name,
             kind,
@@ -160,8 +167,14 @@ impl Template {
             parameters_schema,
             legacy_schema,
             rule,
+            uses_inventory,
             engine: Mutex::new(engine),
         })
+    }
+
+    /// Whether the template's Rego can read `data.inventory`.
+    pub fn uses_inventory(&self) -> bool {
+        self.uses_inventory
     }
 
     /// A fresh copy of the compiled engine, for one evaluation context.

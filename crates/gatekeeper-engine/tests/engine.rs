@@ -517,3 +517,80 @@ fn rego_v1_templates_and_libs() {
             .contains("partial object")
     );
 }
+
+const WORD: &str = "package word\nviolation[{\"msg\": msg}] {\n  msg := sprintf(\"%v %v\", [input.parameters.word, input.review.object.metadata.name])\n}\n";
+
+#[test]
+fn constraints_with_equal_parameters_share_one_evaluation() {
+    let pods_only = |word: &str, action: &str| json!({"enforcementAction": action, "match": {"kinds": [{"kinds": ["Pod"]}]}, "parameters": {"word": word}});
+    let engine = Engine::new(
+        vec![
+            template("Word", WORD),
+            constraint("Word", "a-deny", pods_only("x", "deny")),
+            constraint("Word", "b-warn", pods_only("x", "warn")),
+            constraint("Word", "c-other", pods_only("y", "deny")),
+            pod("default", "p"),
+            pod("default", "q"),
+        ],
+        EngineOptions::default(),
+    )
+    .unwrap();
+    let outcome = engine.review_all_detailed();
+    let mut got: Vec<(String, String, String)> = outcome
+        .results
+        .iter()
+        .map(|d| {
+            let r = &d.result;
+            (
+                r.constraint.name.clone(),
+                r.constraint.enforcement_action.clone(),
+                r.msg.clone(),
+            )
+        })
+        .collect();
+    got.sort();
+    let want = [
+        ("a-deny", "deny", "x p"),
+        ("a-deny", "deny", "x q"),
+        ("b-warn", "warn", "x p"),
+        ("b-warn", "warn", "x q"),
+        ("c-other", "deny", "y p"),
+        ("c-other", "deny", "y q"),
+    ]
+    .map(|(n, a, m)| (n.to_string(), a.to_string(), m.to_string()));
+    assert_eq!(got, want);
+    // Three constraints reviewed each pod; the warn/deny pair shared one Rego evaluation.
+    assert_eq!(outcome.stats.reviews, 6);
+    assert_eq!(outcome.stats.evaluations, 4);
+}
+
+#[test]
+fn inventory_is_loaded_for_templates_whose_libs_read_it() {
+    let mut t = template("LibInv", "");
+    t["spec"]["targets"][0] = json!({
+        "target": "admission.k8s.gatekeeper.sh",
+        "rego": "package libinv\nimport data.lib.inv.namespaces\nviolation[{\"msg\": msg}] {\n  input.review.object.kind == \"Pod\"\n  msg := concat(\",\", namespaces)\n}\n",
+        "libs": ["package lib.inv\nnamespaces := sort([n | data.inventory.cluster.v1.Namespace[n]])\n"]
+    });
+    let engine = Engine::new(
+        vec![
+            t,
+            template("Always", ALWAYS),
+            constraint("LibInv", "c", json!({})),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns2"}}),
+            json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "ns1"}}),
+            pod("ns1", "p"),
+        ],
+        EngineOptions::default(),
+    )
+    .unwrap();
+    let uses: Vec<(&str, bool)> = engine
+        .policies()
+        .templates()
+        .iter()
+        .map(|t| (t.kind.as_str(), t.uses_inventory()))
+        .collect();
+    assert_eq!(uses, vec![("LibInv", true), ("Always", false)]);
+    assert!(engine.policies().uses_inventory());
+    assert_eq!(msgs(&engine.review_all()), vec!["ns1,ns2"]);
+}
