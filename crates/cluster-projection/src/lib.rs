@@ -28,8 +28,8 @@ pub use model::{
     WorkloadKind,
 };
 pub use projection::{
-    ProjectedObject, ProjectionError, ProjectionSummary, project, project_object, project_owned,
-    write_projection,
+    ProjectedObject, ProjectionError, ProjectionSummary, project, project_lazily, project_object,
+    project_owned, write_projection,
 };
 pub use read::{ReadError, read_cluster, read_cluster_blocking, read_with_client};
 pub use snapshot::{SnapshotError, read_snapshot, read_snapshot_text, save_snapshot};

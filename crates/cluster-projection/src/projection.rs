@@ -210,17 +210,22 @@ fn check_unique(names: &[(String, &RawObject)]) -> Result<(), ProjectionError> {
 /// Projects every object of `state` in memory, sorted by file name. Pure; fails only when two
 /// objects would share a file name.
 pub fn project(state: &ClusterState) -> Result<Vec<ProjectedObject>, ProjectionError> {
-    let names = names(state);
+    Ok(project_lazily(state)?.collect())
+}
+
+/// [`project`] one object at a time: the names are checked up front, and each object is
+/// parsed and projected only when the iterator reaches it, so a consumer that keeps objects in
+/// a compact form (the embedded engine) never holds the whole projection as JSON values.
+pub fn project_lazily(
+    state: &ClusterState,
+) -> Result<impl ExactSizeIterator<Item = ProjectedObject> + '_, ProjectionError> {
+    let mut names = names(state);
     check_unique(&names)?;
-    let mut out: Vec<ProjectedObject> = names
-        .into_iter()
-        .map(|(file_name, raw)| ProjectedObject {
-            file_name,
-            object: project_owned(raw.to_value()),
-        })
-        .collect();
-    out.sort_by(|a, b| a.file_name.cmp(&b.file_name));
-    Ok(out)
+    names.sort_by(|a, b| a.0.cmp(&b.0));
+    Ok(names.into_iter().map(|(file_name, raw)| ProjectedObject {
+        file_name,
+        object: project_owned(raw.to_value()),
+    }))
 }
 
 /// Writes the projection of `state` to `<work_dir>/in/` (created when missing), after removing

@@ -6,7 +6,8 @@ use std::path::{Path, PathBuf};
 
 use cluster_projection::projection::MANIFEST;
 use cluster_projection::{
-    ClusterState, ProjectionError, ReadSpec, WorkloadKind, project, read_snapshot, write_projection,
+    ClusterState, ProjectionError, ReadSpec, WorkloadKind, project, project_lazily, read_snapshot,
+    write_projection,
 };
 use serde_json::Value;
 
@@ -50,6 +51,12 @@ fn projection_golden_files() {
         files.insert(name.clone(), value);
     }
     insta::assert_json_snapshot!("projection_basic", files);
+
+    // The lazy projection yields the files in name order, one at a time.
+    let lazily = project_lazily(&state).expect("project lazily");
+    assert_eq!(lazily.len(), files.len());
+    let lazy_names: Vec<String> = lazily.map(|o| o.file_name).collect();
+    assert_eq!(lazy_names, files.keys().cloned().collect::<Vec<_>>());
 
     // The in-memory projection is what was written.
     let projected = project(&state).expect("project");
@@ -162,4 +169,22 @@ fn a_foreign_file_stops_the_run_and_nothing_is_removed() {
         matches!(err, ProjectionError::ForeignFiles { .. }),
         "{err:?}"
     );
+}
+
+#[test]
+fn two_objects_with_one_file_name_fail_before_anything_is_projected() {
+    let mut state = basic();
+    let duplicate = state.workloads[0].clone();
+    state.workloads.push(duplicate);
+    let expected = cluster_projection::projection::file_name_for(
+        state.workloads[0].kind.kind(),
+        &state.workloads[0].namespace,
+        &state.workloads[0].name,
+    );
+    for error in [project(&state).err(), project_lazily(&state).err()] {
+        match error {
+            Some(ProjectionError::Collision { file }) => assert_eq!(file, expected),
+            other => panic!("expected a collision, got {other:?}"),
+        }
+    }
 }

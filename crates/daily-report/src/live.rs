@@ -16,7 +16,6 @@ use gator_runner::{EngineKind, Evaluator, EvaluatorConfig};
 use jiff::Timestamp;
 use report_sinks::slack::SlackMessage;
 use report_sinks::{HttpOptions, LokiClient, LokiPush, SendError, SlackPoster, WebhookUrl};
-use serde_json::Value;
 
 use crate::audit::ConstraintAudit;
 use crate::config::{Config, EngineChoice, Settings};
@@ -274,13 +273,12 @@ impl Reader<'_> {
 
     fn evaluate(&self, state: ClusterState) -> Result<Vec<ReviewResult>, String> {
         let Some(work) = self.work.path() else {
-            let projected = cluster_projection::project(&state).map_err(|e| chain(&e))?;
-            drop(state);
-            let objects: Vec<Value> = projected.into_iter().map(|p| p.object).collect();
+            // Projected objects go to the engine one at a time (it keeps them compact).
+            let projected = cluster_projection::project_lazily(&state).map_err(|e| chain(&e))?;
             let embedded =
                 gator_runner::Embedded::new(self.evaluator_config.engine_options.clone());
             return embedded
-                .evaluate_objects(objects)
+                .evaluate_objects(projected.map(|p| p.object))
                 .map_err(|e| format!("embedded evaluation failed: {}", chain(&e)));
         };
         let summary = cluster_projection::write_projection(&state, work)

@@ -10,7 +10,9 @@ use serde_json::Value;
 use crate::error::EngineError;
 use crate::matching::{NamespaceInfo, group_version, str_at};
 use crate::result::ReviewResult;
-use crate::review::{DetailedResult, Evaluator, Inventory, PolicySet, ReviewRequest, ReviewStats};
+use crate::review::{
+    DetailedResult, Evaluator, Inventory, InventoryBuilder, PolicySet, ReviewRequest, ReviewStats,
+};
 
 /// gator's enforcement point.
 pub const GATOR_ENFORCEMENT_POINT: &str = "gator.gatekeeper.sh";
@@ -60,7 +62,9 @@ pub struct ReviewOutcome {
 /// The embedded evaluator over one set of input objects.
 #[derive(Debug)]
 pub struct Engine {
-    objects: Vec<Value>,
+    /// The input objects as compact JSON (numbers already normalised): a large cluster held as
+    /// JSON values costs several times its text, and each object is needed once per review.
+    objects: Vec<Box<str>>,
     policies: PolicySet,
     inventory: Inventory,
     options: EngineOptions,
@@ -76,36 +80,69 @@ fn is_constraint(object: &Value) -> bool {
     group_version(str_at(object, &["apiVersion"])).0 == crate::constraint::CONSTRAINT_GROUP
 }
 
+fn parse_stored(text: &str) -> Value {
+    // The text was written by serde_json from a Value, so it always parses.
+    serde_json::from_str(text).unwrap_or(Value::Null)
+}
+
 impl Engine {
     /// Ingests `objects` as `gator test` does: every ConstraintTemplate, then every constraint
     /// (input order does not matter), then every object into `data.inventory`. Numbers are
     /// normalised as gator's float64 round trip does ([`crate::gator_numbers`]). The first
     /// ingestion error is returned; no objects at all is [`EngineError::NoInput`].
-    pub fn new(objects: Vec<Value>, options: EngineOptions) -> Result<Engine, EngineError> {
-        if objects.is_empty() {
+    ///
+    /// Objects are taken one at a time and kept as compact JSON, so a lazy iterator (such as a
+    /// projection made on the fly) never has the whole input in memory as JSON values.
+    pub fn new(
+        objects: impl IntoIterator<Item = Value>,
+        options: EngineOptions,
+    ) -> Result<Engine, EngineError> {
+        let mut stored = Vec::new();
+        let mut templates = Vec::new();
+        let mut constraints = Vec::new();
+        // Checks every object and caches Namespaces; its first error is reported after the
+        // template and constraint errors, as the framework ingests in that order.
+        let mut checked = InventoryBuilder::new(false);
+        let mut inventory_error = None;
+        for mut object in objects {
+            // Callers may build objects themselves: make every number what gator's float64 makes.
+            crate::reader::normalize_numbers(&mut object);
+            if inventory_error.is_none() {
+                inventory_error = checked.add(&object).err();
+            }
+            stored.push(object.to_string().into_boxed_str());
+            if is_template(&object) {
+                templates.push(object);
+            } else if is_constraint(&object) {
+                constraints.push(object);
+            }
+        }
+        if stored.is_empty() {
             return Err(EngineError::NoInput);
         }
-        // Callers may build objects themselves: make every number what gator's float64 makes it.
-        let mut objects = objects;
-        objects
-            .par_iter_mut()
-            .for_each(crate::reader::normalize_numbers);
         let mut policies = PolicySet::new();
-        for object in objects.iter().filter(|o| is_template(o)) {
+        for object in &templates {
             policies.add_template(object)?;
         }
-        for object in objects.iter().filter(|o| is_constraint(o)) {
+        for object in &constraints {
             policies.add_constraint(object)?;
         }
-        // Building `data.inventory` copies the whole input; skip it when no template reads it.
+        if let Some(error) = inventory_error {
+            return Err(error);
+        }
+        // `data.inventory` holds a copy of the whole input: build it only when a template reads it.
         let inventory = if policies.uses_inventory() {
-            Inventory::new(&objects)?
+            let mut builder = InventoryBuilder::new(true);
+            for text in &stored {
+                builder.add(&parse_stored(text))?;
+            }
+            builder.finish()
         } else {
-            Inventory::without_data(&objects)?
+            checked.finish()
         };
         let prototype = Mutex::new(policies.evaluator(&inventory)?);
         Ok(Engine {
-            objects,
+            objects: stored,
             policies,
             inventory,
             options,
@@ -113,9 +150,15 @@ impl Engine {
         })
     }
 
-    /// The input objects, in input order (`DetailedResult::object_index` points here).
-    pub fn objects(&self) -> &[Value] {
-        &self.objects
+    /// How many input objects there are.
+    pub fn object_count(&self) -> usize {
+        self.objects.len()
+    }
+
+    /// The input object at `index`, in input order (`DetailedResult::object_index` points here),
+    /// with numbers normalised.
+    pub fn object(&self, index: usize) -> Option<Value> {
+        self.objects.get(index).map(|text| parse_stored(text))
     }
 
     /// The templates and constraints.
@@ -143,6 +186,7 @@ impl Engine {
         let per_object: Vec<(Vec<DetailedResult>, ReviewStats)> = self
             .objects
             .par_iter()
+            .map(|text| parse_stored(text))
             .enumerate()
             .map_init(
                 || {
@@ -172,11 +216,11 @@ impl Engine {
         &self,
         evaluator: &mut Evaluator,
         index: usize,
-        object: &Value,
+        object: Value,
         point: &str,
         stats: &mut ReviewStats,
     ) -> Vec<DetailedResult> {
-        let namespace = str_at(object, &["metadata", "namespace"]);
+        let namespace = str_at(&object, &["metadata", "namespace"]);
         let empty = NamespaceInfo::named("");
         let default = NamespaceInfo::named("default");
         let (attached, namespace_object) = match self.options.namespace_mode {
@@ -201,7 +245,7 @@ impl Engine {
                 }
             }
         };
-        let request = ReviewRequest::from_object(object, namespace_object);
+        let request = ReviewRequest::from_owned_object(object, namespace_object);
         let mut results = evaluator.review(&self.policies, &request, attached, point, stats);
         for r in &mut results {
             r.object_index = index;

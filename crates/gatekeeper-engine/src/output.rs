@@ -53,9 +53,8 @@ fn constraint_object(engine: &Engine, result: &DetailedResult) -> Value {
 
 fn violating_object(engine: &Engine, result: &DetailedResult) -> Value {
     engine
-        .objects()
-        .get(result.object_index)
-        .map(sorted_keys)
+        .object(result.object_index)
+        .map(|object| sorted_keys(&object))
         .unwrap_or(Value::Null)
 }
 

@@ -176,42 +176,79 @@ impl Inventory {
     /// Builds `data.inventory` (cluster / namespace layout) from `objects`; `v1 Namespace`
     /// objects also go into the namespace cache. Objects without a version or kind are errors.
     pub fn new(objects: &[Value]) -> Result<Inventory, EngineError> {
-        Inventory::build(objects, true)
+        InventoryBuilder::build(objects, true)
     }
 
     /// Like [`Inventory::new`] (the same checks, the same namespace cache) but with an empty
     /// `data.inventory`: for policy sets whose templates never read it.
     pub fn without_data(objects: &[Value]) -> Result<Inventory, EngineError> {
-        Inventory::build(objects, false)
+        InventoryBuilder::build(objects, false)
+    }
+
+    /// The cached `v1 Namespace` called `name`.
+    pub fn namespace(&self, name: &str) -> Option<&NamespaceInfo> {
+        self.namespaces.get(name)
+    }
+}
+
+/// Inventory objects of one namespace: apiVersion → kind → name → object.
+type ByVersion = BTreeMap<String, BTreeMap<String, BTreeMap<String, regorus::Value>>>;
+
+/// Builds an [`Inventory`] one object at a time, so a caller never has to hold every object
+/// as JSON at once. Objects are converted straight to regorus values.
+#[derive(Debug, Default)]
+pub(crate) struct InventoryBuilder {
+    with_data: bool,
+    /// namespace ("" for cluster-scoped) → its objects.
+    tree: BTreeMap<String, ByVersion>,
+    namespaces: BTreeMap<String, NamespaceInfo>,
+}
+
+impl InventoryBuilder {
+    /// A builder; without data it only checks objects and caches Namespaces.
+    pub(crate) fn new(with_data: bool) -> InventoryBuilder {
+        InventoryBuilder {
+            with_data,
+            ..InventoryBuilder::default()
+        }
     }
 
     fn build(objects: &[Value], with_data: bool) -> Result<Inventory, EngineError> {
-        // namespace ("" for cluster-scoped) → apiVersion → kind → name → object. Objects are
-        // converted straight to regorus values: no JSON copy of the cluster is ever made.
-        type ByName = BTreeMap<String, regorus::Value>;
-        let mut tree: BTreeMap<&str, BTreeMap<&str, BTreeMap<&str, ByName>>> = BTreeMap::new();
-        let mut namespaces = BTreeMap::new();
+        let mut builder = InventoryBuilder::new(with_data);
         for object in objects {
-            let api_version = str_at(object, &["apiVersion"]);
-            let kind = str_at(object, &["kind"]);
-            let name = str_at(object, &["metadata", "name"]);
-            check_gvk(api_version, kind, name)?;
-            if with_data {
-                tree.entry(str_at(object, &["metadata", "namespace"]))
-                    .or_default()
-                    .entry(api_version)
-                    .or_default()
-                    .entry(kind)
-                    .or_default()
-                    .insert(name.to_string(), to_rego(object));
-            }
-            if api_version == "v1" && kind == "Namespace" {
-                namespaces.insert(name.to_string(), NamespaceInfo::from_object(object));
-            }
+            builder.add(object)?;
         }
+        Ok(builder.finish())
+    }
+
+    /// Adds one object; one without a version or kind is an error (as the framework's).
+    pub(crate) fn add(&mut self, object: &Value) -> Result<(), EngineError> {
+        let api_version = str_at(object, &["apiVersion"]);
+        let kind = str_at(object, &["kind"]);
+        let name = str_at(object, &["metadata", "name"]);
+        check_gvk(api_version, kind, name)?;
+        if self.with_data {
+            self.tree
+                .entry(str_at(object, &["metadata", "namespace"]).to_string())
+                .or_default()
+                .entry(api_version.to_string())
+                .or_default()
+                .entry(kind.to_string())
+                .or_default()
+                .insert(name.to_string(), to_rego(object));
+        }
+        if api_version == "v1" && kind == "Namespace" {
+            self.namespaces
+                .insert(name.to_string(), NamespaceInfo::from_object(object));
+        }
+        Ok(())
+    }
+
+    /// The inventory.
+    pub(crate) fn finish(self) -> Inventory {
         let mut cluster = None;
         let mut namespaced = BTreeMap::new();
-        for (namespace, by_version) in tree {
+        for (namespace, by_version) in self.tree {
             let value = rego_object(by_version.into_iter().map(|(version, by_kind)| {
                 let kinds = by_kind
                     .into_iter()
@@ -221,7 +258,7 @@ impl Inventory {
             if namespace.is_empty() {
                 cluster = Some(value);
             } else {
-                namespaced.insert(namespace.to_string(), value);
+                namespaced.insert(namespace, value);
             }
         }
         let mut inventory = Vec::new();
@@ -231,16 +268,10 @@ impl Inventory {
         if !namespaced.is_empty() {
             inventory.push(("namespace", rego_object(namespaced)));
         }
-        let data = rego_object([("inventory", rego_object(inventory))]);
-        Ok(Inventory {
-            data,
-            namespaces: Arc::new(namespaces),
-        })
-    }
-
-    /// The cached `v1 Namespace` called `name`.
-    pub fn namespace(&self, name: &str) -> Option<&NamespaceInfo> {
-        self.namespaces.get(name)
+        Inventory {
+            data: rego_object([("inventory", rego_object(inventory))]),
+            namespaces: Arc::new(self.namespaces),
+        }
     }
 }
 
@@ -257,29 +288,34 @@ impl ReviewRequest {
     /// AdmissionRequest with empty operation and userInfo, `oldObject` null, and
     /// `namespaceObject` (audit only; `None` gives `null`).
     pub fn from_object(object: &Value, namespace_object: Option<&Value>) -> ReviewRequest {
-        let api_version = str_at(object, &["apiVersion"]);
+        ReviewRequest::from_owned_object(object.clone(), namespace_object)
+    }
+
+    /// [`ReviewRequest::from_object`] taking the object (no copy of it is made).
+    pub fn from_owned_object(object: Value, namespace_object: Option<&Value>) -> ReviewRequest {
+        let api_version = str_at(&object, &["apiVersion"]);
         let (group, version) = group_version(api_version);
         let mut review = Map::new();
         review.insert("uid".into(), Value::String(String::new()));
         review.insert(
             "kind".into(),
-            serde_json::json!({"group": group, "version": version, "kind": str_at(object, &["kind"])}),
+            serde_json::json!({"group": group, "version": version, "kind": str_at(&object, &["kind"])}),
         );
         review.insert(
             "resource".into(),
             serde_json::json!({"group": "", "version": "", "resource": ""}),
         );
-        let name = str_at(object, &["metadata", "name"]);
+        let name = str_at(&object, &["metadata", "name"]);
         if !name.is_empty() {
             review.insert("name".into(), Value::String(name.to_string()));
         }
-        let namespace = str_at(object, &["metadata", "namespace"]);
+        let namespace = str_at(&object, &["metadata", "namespace"]);
         if !namespace.is_empty() {
             review.insert("namespace".into(), Value::String(namespace.to_string()));
         }
         review.insert("operation".into(), Value::String(String::new()));
         review.insert("userInfo".into(), Value::Object(Map::new()));
-        review.insert("object".into(), object.clone());
+        review.insert("object".into(), object);
         review.insert("oldObject".into(), Value::Null);
         review.insert("options".into(), Value::Null);
         review.insert(

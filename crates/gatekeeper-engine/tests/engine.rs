@@ -594,3 +594,28 @@ fn inventory_is_loaded_for_templates_whose_libs_read_it() {
     assert!(engine.policies().uses_inventory());
     assert_eq!(msgs(&engine.review_all()), vec!["ns1,ns2"]);
 }
+
+#[test]
+fn template_errors_come_before_inventory_errors_whatever_the_input_order() {
+    // The framework ingests templates, then constraints, then data: a bad template is reported
+    // even when an object without a version comes first.
+    let e = ingest_error(vec![
+        json!({"kind": "Pod", "metadata": {"name": "p"}}),
+        template("Broken", "package broken\n"),
+    ]);
+    assert!(e.to_string().contains("missing required rules"), "{e}");
+}
+
+#[test]
+fn input_objects_are_kept_in_order_with_normalised_numbers() {
+    let config_map = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "namespace": "default"}, "data": {"n": 9007199254740993i64, "f": 2.0}});
+    // Any iterator will do: the engine takes objects one at a time.
+    let objects = std::iter::once(template("Always", ALWAYS)).chain(std::iter::once(config_map));
+    let engine = Engine::new(objects, EngineOptions::default()).unwrap();
+    assert_eq!(engine.object_count(), 2);
+    assert_eq!(engine.object(0).unwrap()["kind"], "ConstraintTemplate");
+    let config_map = engine.object(1).unwrap();
+    assert_eq!(config_map["data"]["n"], json!(9007199254740992i64));
+    assert_eq!(config_map["data"]["f"], json!(2));
+    assert_eq!(engine.object(2), None);
+}

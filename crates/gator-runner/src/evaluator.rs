@@ -96,10 +96,11 @@ impl Embedded {
         Embedded { options }
     }
 
-    /// Evaluates objects already in memory (e.g. a projection that was never written).
+    /// Evaluates objects already in memory (e.g. a projection that was never written); they
+    /// are taken one at a time, so a lazy projection is never whole in memory.
     pub fn evaluate_objects(
         &self,
-        objects: Vec<serde_json::Value>,
+        objects: impl IntoIterator<Item = serde_json::Value>,
     ) -> Result<Vec<ReviewResult>, EvaluatorError> {
         let engine = Engine::new(objects, self.options.clone())?;
         Ok(engine.review_all())
