@@ -8,6 +8,10 @@
 //! run is not ok.
 
 use std::collections::BTreeMap;
+
+/// The allocator of the `workload-report` binary, so the benchmark measures what ships.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use std::process::ExitCode;
 use std::time::Instant;
 

@@ -16,6 +16,7 @@ mod gosprintf;
 pub mod matching;
 pub mod output;
 mod reader;
+mod regexmatch;
 pub mod result;
 mod review;
 mod rewrite;

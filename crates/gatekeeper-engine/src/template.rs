@@ -291,6 +291,13 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
             Box::new(crate::gosprintf::extension),
         )
         .map_err(|e| bad(one_line_error(&e)))?;
+    engine
+        .add_extension(
+            crate::regexmatch::NAME.to_string(),
+            2,
+            Box::new(crate::regexmatch::extension),
+        )
+        .map_err(|e| bad(one_line_error(&e)))?;
     for (i, lib) in code.libs.iter().enumerate() {
         let package = engine
             .add_policy(format!("template{}", i + 1), rewrite::rewrite(lib, code.v1))

@@ -619,3 +619,22 @@ fn input_objects_are_kept_in_order_with_normalised_numbers() {
     assert_eq!(config_map["data"]["f"], json!(2));
     assert_eq!(engine.object(2), None);
 }
+
+#[test]
+fn regex_match_is_undefined_for_invalid_patterns_and_non_strings() {
+    // Without a `word`, the pattern is the number `n`.
+    let rego = "package rx\nviolation[{\"msg\": msg}] {\n  input.review.object.kind == \"Pod\"\n  pattern := object.get(input.parameters, \"word\", input.parameters.n)\n  not regex.match(pattern, input.review.object.metadata.name)\n  msg := sprintf(\"%v does not match\", [pattern])\n}\n";
+    let results = review(vec![
+        template("Rx", rego),
+        constraint("Rx", "matches", json!({"parameters": {"word": "^p$"}})),
+        constraint("Rx", "differs", json!({"parameters": {"word": "^q$"}})),
+        constraint("Rx", "invalid", json!({"parameters": {"word": "("}})),
+        constraint("Rx", "number", json!({"parameters": {"n": 7}})),
+        pod("default", "p"),
+    ]);
+    // `not` of an undefined call holds, as for any non-strict builtin error.
+    assert_eq!(
+        msgs(&results),
+        vec!["( does not match", "7 does not match", "^q$ does not match"]
+    );
+}
