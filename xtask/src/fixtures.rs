@@ -2,7 +2,9 @@
 //! into memory and fails when a committed file differs ("run `cargo xtask fixtures` and commit").
 //!
 //! Sources: `../shared/conformance` (copied to `fixtures/conformance/` when `../shared` is
-//! present; on a machine without it, the committed copy is used as is).
+//! present; on a machine without it, the committed copy is used as is), `fixtures/cluster-src`
+//! (see `fixtures_cluster`), and the `fixtures/gatekeeper` templates the demo cluster uses
+//! (copied into `fixtures/demo/cluster/templates/`, so the demo runs the tested templates).
 
 use std::path::{Path, PathBuf};
 
@@ -21,7 +23,35 @@ fn generate() -> Result<Vec<Generated>> {
     let mut out = Vec::new();
     out.extend(conformance_copy()?);
     out.extend(crate::fixtures_cluster::generate()?);
+    out.extend(demo_templates()?);
     Ok(out)
+}
+
+/// The demo cluster's templates: (file under `fixtures/demo/cluster/templates/`, suite under
+/// `fixtures/gatekeeper/` whose `template.yaml` it copies).
+const DEMO_TEMPLATES: [(&str, &str); 3] = [
+    ("k8scontainerlimits.yaml", "containerlimits"),
+    ("k8sreplicalimits.yaml", "replicalimits"),
+    ("k8srequiredlabels.yaml", "requiredlabels"),
+];
+
+fn demo_templates() -> Result<Vec<Generated>> {
+    let root = util::root();
+    DEMO_TEMPLATES
+        .iter()
+        .map(|(file, suite)| {
+            let source = root
+                .join("fixtures/gatekeeper")
+                .join(suite)
+                .join("template.yaml");
+            let contents = std::fs::read(&source)
+                .with_context(|| format!("failed to read {}", source.display()))?;
+            Ok(Generated {
+                path: root.join("fixtures/demo/cluster/templates").join(file),
+                contents,
+            })
+        })
+        .collect()
 }
 
 /// Writes every generated file.
