@@ -108,8 +108,12 @@ pub fn run_live(
     };
     let evaluator_config = evaluator_config(config, engine, options.gator.clone(), &work);
     evaluator_config.validate().map_err(LiveError::Engine)?;
+    // List pages are parsed on the blocking pool (two at a time). A small pool reuses its
+    // threads, and with them the allocator's per-thread memory: tokio's default of up to 512
+    // threads left the read phase holding about 70 MiB more (`cargo xtask bench report`).
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
+        .max_blocking_threads(4)
         .enable_all()
         .build()
         .map_err(LiveError::Setup)?;
