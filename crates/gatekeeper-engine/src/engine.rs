@@ -85,6 +85,45 @@ fn parse_stored(text: &str) -> Value {
     serde_json::from_str(text).unwrap_or(Value::Null)
 }
 
+/// The input as [`Engine::new`] takes it in: every object stored compactly, the templates and
+/// constraints kept whole, and every object checked as the inventory checks it.
+struct Intake {
+    stored: Vec<Box<str>>,
+    templates: Vec<Value>,
+    constraints: Vec<Value>,
+    /// Without data: the object checks and the Namespace cache.
+    checked: InventoryBuilder,
+    /// The first object the inventory refuses; reported after template and constraint errors,
+    /// as the framework ingests in that order.
+    inventory_error: Option<EngineError>,
+}
+
+impl Intake {
+    fn take(objects: impl IntoIterator<Item = Value>) -> Intake {
+        let mut intake = Intake {
+            stored: Vec::new(),
+            templates: Vec::new(),
+            constraints: Vec::new(),
+            checked: InventoryBuilder::new(false),
+            inventory_error: None,
+        };
+        for mut object in objects {
+            // Callers may build objects themselves: make every number what gator's float64 makes.
+            crate::reader::normalize_numbers(&mut object);
+            if intake.inventory_error.is_none() {
+                intake.inventory_error = intake.checked.add(&object).err();
+            }
+            intake.stored.push(object.to_string().into_boxed_str());
+            if is_template(&object) {
+                intake.templates.push(object);
+            } else if is_constraint(&object) {
+                intake.constraints.push(object);
+            }
+        }
+        intake
+    }
+}
+
 impl Engine {
     /// Ingests `objects` as `gator test` does: every ConstraintTemplate, then every constraint
     /// (input order does not matter), then every object into `data.inventory`. Numbers are
@@ -97,52 +136,33 @@ impl Engine {
         objects: impl IntoIterator<Item = Value>,
         options: EngineOptions,
     ) -> Result<Engine, EngineError> {
-        let mut stored = Vec::new();
-        let mut templates = Vec::new();
-        let mut constraints = Vec::new();
-        // Checks every object and caches Namespaces; its first error is reported after the
-        // template and constraint errors, as the framework ingests in that order.
-        let mut checked = InventoryBuilder::new(false);
-        let mut inventory_error = None;
-        for mut object in objects {
-            // Callers may build objects themselves: make every number what gator's float64 makes.
-            crate::reader::normalize_numbers(&mut object);
-            if inventory_error.is_none() {
-                inventory_error = checked.add(&object).err();
-            }
-            stored.push(object.to_string().into_boxed_str());
-            if is_template(&object) {
-                templates.push(object);
-            } else if is_constraint(&object) {
-                constraints.push(object);
-            }
-        }
-        if stored.is_empty() {
+        let intake = Intake::take(objects);
+        if intake.stored.is_empty() {
             return Err(EngineError::NoInput);
         }
         let mut policies = PolicySet::new();
-        for object in &templates {
+        for object in &intake.templates {
             policies.add_template(object)?;
         }
-        for object in &constraints {
+        for object in &intake.constraints {
             policies.add_constraint(object)?;
         }
-        if let Some(error) = inventory_error {
+        if let Some(error) = intake.inventory_error {
             return Err(error);
         }
         // `data.inventory` holds a copy of the whole input: build it only when a template reads it.
         let inventory = if policies.uses_inventory() {
             let mut builder = InventoryBuilder::new(true);
-            for text in &stored {
+            for text in &intake.stored {
                 builder.add(&parse_stored(text))?;
             }
             builder.finish()
         } else {
-            checked.finish()
+            intake.checked.finish()
         };
         let prototype = Mutex::new(policies.evaluator(&inventory)?);
         Ok(Engine {
-            objects: stored,
+            objects: intake.stored,
             policies,
             inventory,
             options,
