@@ -139,8 +139,8 @@ fn check(scenario: &Scenario, evaluator: &dyn Evaluator) -> Result<String> {
             ))
         }
         (Err(a), Err(b)) => {
-            let a = error_text(&a, &original_dir);
-            let b = error_text(&b, &projected_dir);
+            let a = error_text(a, &original_dir);
+            let b = error_text(b, &projected_dir);
             if a != b {
                 bail!("both sides fail, differently:\n  original:   {a}\n  projection: {b}");
             }
@@ -148,27 +148,20 @@ fn check(scenario: &Scenario, evaluator: &dyn Evaluator) -> Result<String> {
         }
         (Err(error), Ok(_)) => bail!(
             "only the original fails: {}",
-            error_text(&error, &original_dir)
+            error_text(error, &original_dir)
         ),
         (Ok(_), Err(error)) => {
             bail!(
                 "only the projection fails: {}",
-                error_text(&error, &projected_dir)
+                error_text(error, &projected_dir)
             )
         }
     }
 }
 
 /// The whole error chain, with the scenario directory replaced so both sides compare.
-fn error_text(error: &dyn std::error::Error, dir: &Path) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text.replace(&dir.display().to_string(), "<dir>")
+fn error_text(error: impl Into<anyhow::Error>, dir: &Path) -> String {
+    format!("{:#}", error.into()).replace(&dir.display().to_string(), "<dir>")
 }
 
 /// `object` with, when it is a constraint, `spec.enforcementAction: warn` and no scoped actions:

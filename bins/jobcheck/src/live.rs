@@ -49,7 +49,7 @@ impl RegionsFileChoice {
             )));
         }
         RegionsConfig::load(&self.path).map_err(|error| {
-            CheckError::Usage(format!("{}: {}", self.path.display(), chain(&error)))
+            CheckError::Usage(format!("{}: {}", self.path.display(), chain(error)))
         })
     }
 }
@@ -66,7 +66,7 @@ pub(crate) fn select(
 
 /// A client for the regions file's auth, timeouts and trust roots.
 pub(crate) fn client(config: &RegionsConfig) -> Result<PolicyClient, CheckError> {
-    PolicyClient::new(config).map_err(|error| CheckError::Usage(chain(&error)))
+    PolicyClient::new(config).map_err(|error| CheckError::Usage(chain(error)))
 }
 
 /// Reads every selected region's policy concurrently, in selection order. `show_progress` draws
@@ -91,7 +91,7 @@ pub(crate) fn read_policies(
     };
     client
         .fetch_region_policies_blocking(regions, &mut progress)
-        .map_err(|error| CheckError::Failed(anyhow!(chain(&error))))
+        .map_err(|error| CheckError::Failed(anyhow!(chain(error))))
 }
 
 /// Whether a progress line may be drawn: a table going to a terminal.
@@ -99,14 +99,7 @@ pub(crate) fn progress_allowed(table_output: bool) -> bool {
     table_output && std::io::stdout().is_terminal() && std::io::stderr().is_terminal()
 }
 
-/// An error and its causes on one line.
-pub(crate) fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        text.push_str(": ");
-        text.push_str(&cause.to_string());
-        source = cause.source();
-    }
-    text
+/// An error and its causes on one line (`a: b: c`).
+pub(crate) fn chain(error: impl std::error::Error + Send + Sync + 'static) -> String {
+    format!("{:#}", anyhow::Error::new(error))
 }

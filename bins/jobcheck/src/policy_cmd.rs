@@ -41,7 +41,7 @@ fn render(args: &PolicyArgs) -> Result<Result<String, String>, CheckError> {
     let body = match client.fetch_policy_document_blocking(region) {
         Ok(Ok(body)) => body,
         Ok(Err(reason)) => return Ok(Err(reason.to_string())),
-        Err(error) => return Ok(Err(live::chain(&error))),
+        Err(error) => return Ok(Err(live::chain(error))),
     };
     let output = match args.output {
         OutputFormat::Table => policy_table(&region.name, &body),

@@ -6,6 +6,7 @@ use serde_json::{Map, Value};
 
 use crate::error::EngineError;
 use crate::matching::Match;
+use crate::matching::str_at;
 use crate::schema;
 use crate::template::Template;
 
@@ -77,11 +78,7 @@ pub(crate) fn ingest<'t>(
     object: &Value,
     find_template: impl Fn(&str) -> Option<(usize, &'t Template)>,
 ) -> Result<Constraint, EngineError> {
-    let name = object
-        .pointer("/metadata/name")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
+    let name = str_at(object, &["metadata", "name"]).to_string();
     let fail = |reason: String| EngineError::Constraint {
         name: name.clone(),
         reason,
@@ -90,15 +87,8 @@ pub(crate) fn ingest<'t>(
         name: name.clone(),
         reason,
     };
-    let kind = object
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or("")
-        .to_string();
-    let api_version = object
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or("");
+    let kind = str_at(object, &["kind"]).to_string();
+    let api_version = str_at(object, &["apiVersion"]);
     let (group, version) = crate::matching::group_version(api_version);
     if name.is_empty() {
         return Err(fail(
@@ -244,11 +234,7 @@ fn parse_scoped(value: Option<&Value>) -> Vec<(String, Vec<String>)> {
             entries
                 .iter()
                 .map(|e| {
-                    let action = e
-                        .get("action")
-                        .and_then(Value::as_str)
-                        .unwrap_or("")
-                        .to_string();
+                    let action = str_at(e, &["action"]).to_string();
                     let points = e
                         .get("enforcementPoints")
                         .and_then(Value::as_array)

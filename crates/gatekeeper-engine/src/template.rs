@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use serde_json::Value;
 
 use crate::error::EngineError;
+use crate::matching::str_at;
 use crate::result::ADMISSION_TARGET;
 use crate::rewrite;
 
@@ -80,15 +81,8 @@ pub(crate) fn one_line_error(error: &impl std::fmt::Display) -> String {
 impl Template {
     /// Ingests and compiles a ConstraintTemplate object.
     pub fn from_object(object: &Value) -> Result<Template, EngineError> {
-        let name = object
-            .pointer("/metadata/name")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
-        let api_version = object
-            .get("apiVersion")
-            .and_then(Value::as_str)
-            .unwrap_or("");
+        let name = str_at(object, &["metadata", "name"]).to_string();
+        let api_version = str_at(object, &["apiVersion"]);
         let version = match api_version {
             "templates.gatekeeper.sh/v1" => "v1",
             "templates.gatekeeper.sh/v1beta1" => "v1beta1",
@@ -102,11 +96,7 @@ impl Template {
                 ));
             }
         };
-        let kind = object
-            .pointer("/spec/crd/spec/names/kind")
-            .and_then(Value::as_str)
-            .unwrap_or("")
-            .to_string();
+        let kind = str_at(object, &["spec", "crd", "spec", "names", "kind"]).to_string();
         if name.is_empty() {
             return Err(invalid(
                 &name,
@@ -137,7 +127,7 @@ impl Template {
             ));
         }
         let target = &targets[0];
-        let target_name = target.get("target").and_then(Value::as_str).unwrap_or("");
+        let target_name = str_at(target, &["target"]);
         if target_name != ADMISSION_TARGET {
             return Err(invalid(
                 &name,
@@ -202,7 +192,7 @@ fn strings(value: Option<&Value>) -> Vec<String> {
 /// Picks the Rego of a target: a non-empty legacy `rego` wins (always v0), else the `code`
 /// entry with engine `Rego`. A template with only other engines (CEL) is unsupported.
 fn rego_code(name: &str, target: &Value) -> Result<RegoCode, EngineError> {
-    let legacy = target.get("rego").and_then(Value::as_str).unwrap_or("");
+    let legacy = str_at(target, &["rego"]);
     if !legacy.is_empty() {
         return Ok(RegoCode {
             rego: legacy.to_string(),
@@ -221,11 +211,7 @@ fn rego_code(name: &str, target: &Value) -> Result<RegoCode, EngineError> {
     {
         let source = entry.get("source").cloned().unwrap_or(Value::Null);
         return Ok(RegoCode {
-            rego: source
-                .get("rego")
-                .and_then(Value::as_str)
-                .unwrap_or("")
-                .to_string(),
+            rego: str_at(&source, &["rego"]).to_string(),
             libs: strings(source.get("libs")),
             v1: source.get("version").and_then(Value::as_str) == Some("v1"),
         });

@@ -285,18 +285,7 @@ fn run_suite(path: &Path, suite: &Value, filter: &Filter) -> (String, bool) {
 }
 
 fn read_one(dir: &Path, file: &str) -> Result<Vec<Value>, String> {
-    read_verify_file(&dir.join(file)).map_err(|e| error_chain(&e))
-}
-
-fn error_chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
+    read_verify_file(&dir.join(file)).map_err(|e| format!("{:#}", anyhow::Error::new(e)))
 }
 
 /// Loads a test's template and constraint. `Ok(None)`: an `invalid: true` test that passed.

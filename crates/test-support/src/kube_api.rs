@@ -134,25 +134,14 @@ impl Scenario {
 
     /// Builder form of a list: serves `items` at `path` as a `kind` list of `api_version`.
     pub fn with_list(
-        mut self,
+        self,
         path: &str,
         kind: &str,
         api_version: &str,
         items: impl IntoIterator<Item = Value>,
     ) -> Scenario {
-        let items = items
-            .into_iter()
-            .map(|item| Bytes::from(item.to_string()))
-            .collect();
-        self.entries.insert(
-            path.to_string(),
-            Entry::List {
-                kind: kind.to_string(),
-                api_version: api_version.to_string(),
-                items: Arc::new(items),
-            },
-        );
-        self
+        let items = items.into_iter().map(|item| item.to_string());
+        self.with_raw_list(path, kind, api_version, items)
     }
 
     /// Like [`Scenario::with_list`] with items already serialized as compact JSON (fast setup
