@@ -69,6 +69,20 @@ pub enum EngineError {
         /// The engines the template declares, comma-separated.
         engines: String,
     },
+    /// A template or an input uses a feature the embedded engine does not evaluate.
+    #[error("adding template {name:?}: unsupported: {feature}")]
+    Unsupported {
+        /// `metadata.name` of the template (or of the object) that uses it.
+        name: String,
+        /// What is not supported, and where.
+        feature: String,
+    },
+    /// The review did not finish within the caller's time budget.
+    #[error("the embedded engine did not finish within its time budget of {budget:?}")]
+    TimedOut {
+        /// The budget (`timeouts.engine` in the daily report).
+        budget: std::time::Duration,
+    },
     /// A constraint failed validation against its CRD schema (gator's `ErrSchema`).
     #[error("adding constraint {name:?}: schema validation failed: {reason}")]
     Schema {

@@ -9,10 +9,15 @@
 //! - [`verify`] runs `gator verify` Suite files.
 //! - [`output`] renders results as gator's `-o json`, `-o yaml` and human formats.
 
+mod analysis;
 mod constraint;
+mod deprecated;
 mod engine;
 mod error;
+mod extensions;
+pub mod goregex;
 mod gosprintf;
+pub mod limits;
 pub mod matching;
 pub mod output;
 mod reader;

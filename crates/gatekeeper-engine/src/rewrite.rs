@@ -207,47 +207,13 @@ fn rule_heads(src: &str) -> Vec<(String, u8)> {
     out
 }
 
-/// Applies the gap rewrites (G2 always, G3 for v0 only, G4 always), routes `sprintf` to the
-/// Go-compatible implementation and `regex.match` to the per-thread cached one (unless the
-/// module mocks it with `with regex.match`, which only reaches the builtin's name).
+/// Applies the gap rewrites (G2 always, G3 for v0 only, G4 always).
 pub(crate) fn rewrite(src: &str, v1: bool) -> String {
     let mut out = fix_newline_paren(src);
     if !v1 {
         out = split_multi_body(&out);
     }
-    let out = redirect_call(
-        &hoist_not_call_args(&out),
-        "sprintf",
-        crate::gosprintf::NAME,
-    );
-    if out.contains("with regex.match") {
-        return out;
-    }
-    redirect_call(&out, "regex.match", crate::regexmatch::NAME)
-}
-
-/// Replaces calls of the builtin `name` (in code, not as the tail of a longer ref) by calls of
-/// the extension `to`.
-fn redirect_call(src: &str, name: &str, to: &str) -> String {
-    let call = format!("{name}(");
-    let mask = code_mask(src);
-    let bytes = src.as_bytes();
-    let mut out = String::with_capacity(src.len() + 64);
-    let mut last = 0;
-    let mut i = 0;
-    while let Some(found) = src[i..].find(&call) {
-        let at = i + found;
-        i = at + call.len();
-        if !mask[at] || (at > 0 && (is_ident(bytes[at - 1]) || bytes[at - 1] == b'.')) {
-            continue;
-        }
-        out.push_str(&src[last..at]);
-        out.push_str(to);
-        out.push('(');
-        last = i;
-    }
-    out.push_str(&src[last..]);
-    out
+    hoist_not_call_args(&out)
 }
 
 /// G2: end the previous literal with `;` when a body line starts with `(`.
@@ -519,31 +485,6 @@ mod tests {
                 .unwrap_err()
                 .starts_with("cannot import input")
         );
-    }
-
-    #[test]
-    fn sprintf_calls_are_redirected() {
-        assert_eq!(
-            redirect_call(
-                "m := sprintf(\"sprintf(%v)\", [x.sprintf(1)])",
-                "sprintf",
-                crate::gosprintf::NAME
-            ),
-            "m := __gk_sprintf(\"sprintf(%v)\", [x.sprintf(1)])"
-        );
-    }
-
-    #[test]
-    fn regex_match_calls_are_redirected_unless_mocked() {
-        assert_eq!(
-            rewrite(
-                "package a\nv { not regex.match(\"^x$\", y.regex.match(1)) }\n",
-                false
-            ),
-            "package a\nv { not __gk_regex_match(\"^x$\", y.regex.match(1)) }\n"
-        );
-        let mocked = "package a\nv { regex.match(\"x\", \"y\") with regex.match as f }\n";
-        assert!(rewrite(mocked, false).contains(" regex.match(\"x\""));
     }
 
     #[test]

@@ -270,20 +270,7 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
     engine.set_rego_v0(!code.v1);
     engine.set_strict_builtin_errors(false);
     engine.set_gather_prints(true);
-    engine
-        .add_extension(
-            crate::gosprintf::NAME.to_string(),
-            2,
-            Box::new(crate::gosprintf::extension),
-        )
-        .map_err(|e| bad(one_line_error(&e)))?;
-    engine
-        .add_extension(
-            crate::regexmatch::NAME.to_string(),
-            2,
-            Box::new(crate::regexmatch::extension),
-        )
-        .map_err(|e| bad(one_line_error(&e)))?;
+    crate::extensions::register(&mut engine, code.v1).map_err(|e| bad(one_line_error(&e)))?;
     for (i, lib) in code.libs.iter().enumerate() {
         let package = engine
             .add_policy(format!("template{}", i + 1), rewrite::rewrite(lib, code.v1))
@@ -305,6 +292,14 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
             "template package {package} collides with the lib prefix"
         )));
     }
+    let modules = engine.get_modules().clone();
+    crate::analysis::check(&modules, code.v1).map_err(|refusal| match refusal {
+        crate::analysis::Refusal::Invalid(text) => bad(text),
+        crate::analysis::Refusal::Unsupported(feature) => EngineError::Unsupported {
+            name: name.to_string(),
+            feature,
+        },
+    })?;
     let rule = format!("{package}.violation");
     // Prepare now (analysis, scheduling, safety checks) so compile errors surface here.
     engine.set_input(regorus::Value::new_object());
