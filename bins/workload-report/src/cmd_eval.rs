@@ -52,7 +52,7 @@ pub(crate) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         ..EngineOptions::default()
     };
     let engine = Engine::new(objects, options).context("auditing objects")?;
-    let outcome = engine.review_all_detailed();
+    let outcome = engine.review_all_detailed().context("auditing objects")?;
     let text = match args.output {
         Format::Json => output::render_json(&engine, &outcome.results),
         Format::Yaml => output::render_yaml(&engine, &outcome.results),

@@ -279,8 +279,7 @@ impl Reader<'_> {
         let Some(work) = self.work.path() else {
             // Projected objects go to the engine one at a time (it keeps them compact).
             let projected = cluster_projection::project_lazily(&state).map_err(|e| chain(&e))?;
-            let embedded =
-                gator_runner::Embedded::new(self.evaluator_config.engine_options.clone());
+            let embedded = gator_runner::Embedded::new(self.evaluator_config.embedded_options());
             return embedded
                 .evaluate_objects(projected.map(|p| p.object))
                 .map_err(|e| format!("embedded evaluation failed: {}", chain(&e)));

@@ -25,6 +25,7 @@ mod regexmatch;
 pub mod result;
 mod review;
 mod rewrite;
+mod rewrite_names;
 mod schema;
 mod template;
 pub mod verify;
@@ -41,6 +42,7 @@ pub use reader::{
 };
 pub use result::{ConstraintRef, ObjectRef, ReviewResult};
 pub use review::{
-    DetailedResult, Evaluator, Inventory, PolicySet, ResultKind, ReviewRequest, ReviewStats,
+    DeadlinePassed, DetailedResult, Evaluator, Inventory, PolicySet, ResultKind, ReviewRequest,
+    ReviewStats,
 };
 pub use template::Template;

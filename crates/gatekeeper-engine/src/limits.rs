@@ -11,7 +11,44 @@
 //! - Time: the caller's budget ([`crate::EngineOptions::time_budget`]) stops a whole review
 //!   cooperatively through regorus' execution timer.
 
+use std::num::NonZeroU32;
+use std::time::Duration;
+
 use regorus::Value;
+use regorus::utils::limits::ExecutionTimerConfig;
+
+/// How long preparing a template (one evaluation on an empty input) may take; a template
+/// still running then is accepted, its evaluations are bounded by the review's budget.
+pub(crate) const PREPARE_BUDGET: Duration = Duration::from_secs(2);
+
+/// Work units between two clock reads of regorus' execution timer.
+const TIMER_INTERVAL: u32 = 64;
+
+/// regorus' execution timer for `limit`.
+pub(crate) fn timer(limit: Duration) -> ExecutionTimerConfig {
+    ExecutionTimerConfig {
+        limit,
+        check_interval: NonZeroU32::new(TIMER_INTERVAL).unwrap_or(NonZeroU32::MIN),
+    }
+}
+
+/// Evaluates `rule` once on the engine's current input so regorus compiles the modules (its
+/// compile errors only surface at the first evaluation), within [`PREPARE_BUDGET`]. Returns
+/// the error of a template that does not compile; a template that runs out of time or passes
+/// a limit on this input compiled fine.
+pub(crate) fn prepare(engine: &mut regorus::Engine, rule: &str) -> Option<anyhow::Error> {
+    engine.set_execution_timer_config(timer(PREPARE_BUDGET));
+    let outcome = engine.eval_rule(rule.to_string());
+    engine.clear_execution_timer_config();
+    let _ = engine.take_prints();
+    let error = outcome.err()?;
+    let is_limit = error.downcast_ref::<regorus::LimitError>().is_some()
+        || format!("{error:#}").contains(LIMIT_TEXT);
+    (!is_limit).then_some(error)
+}
+
+/// The words every [`LimitExceeded`] message carries.
+const LIMIT_TEXT: &str = "exceeds the embedded engine's limit";
 
 /// The most elements one built-in call may produce.
 pub const MAX_COLLECTION: u64 = 1_000_000;

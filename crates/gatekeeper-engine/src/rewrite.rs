@@ -2,7 +2,7 @@
 //!
 //! The checks reproduce what the constraint framework enforces at template ingestion (allowed
 //! imports, `data.*` refs, a `violation` rule). The rewrites close regorus 0.14 gaps that a
-//! template can observe (`../shared/spec/gatekeeper.md` §5.3):
+//! template can observe (see `docs/gatekeeper-semantics.md`):
 //!
 //! - G2: a body line starting with `(` after a line that ends an expression is parsed by
 //!   regorus as a call of the previous line's ref; we end the previous literal with `;`.
@@ -15,7 +15,7 @@
 //! Everything works on a byte mask of "code" (outside strings and comments).
 
 /// Marks every byte of `src` that is code (not inside a string, raw string or comment).
-fn code_mask(src: &str) -> Vec<bool> {
+pub(crate) fn code_mask(src: &str) -> Vec<bool> {
     let bytes = src.as_bytes();
     let mut mask = vec![true; bytes.len()];
     let mut i = 0;
@@ -61,7 +61,7 @@ fn code_mask(src: &str) -> Vec<bool> {
     mask
 }
 
-fn is_ident(b: u8) -> bool {
+pub(crate) fn is_ident(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
@@ -110,6 +110,21 @@ pub(crate) fn check_import(path: &str) -> Result<(), String> {
     } else {
         Err(format!("bad import: {path}"))
     }
+}
+
+/// Byte positions of `needle` in `src[from..to]` that start in code.
+pub(crate) fn code_positions(
+    src: &str,
+    mask: &[bool],
+    needle: &str,
+    from: usize,
+    to: usize,
+) -> Vec<usize> {
+    src[from..to]
+        .match_indices(needle)
+        .map(|(offset, _)| from + offset)
+        .filter(|at| mask[*at])
+        .collect()
 }
 
 /// Every `data` ref in code that is not below `data.lib` or `data.inventory` (import lines
@@ -164,7 +179,7 @@ pub(crate) fn v1_bracket_violation(src: &str) -> bool {
 
 /// (rule name, the first non-blank byte after it) for each top-level line starting with an
 /// identifier.
-fn rule_heads(src: &str) -> Vec<(String, u8)> {
+pub(crate) fn rule_heads(src: &str) -> Vec<(String, u8)> {
     let mask = code_mask(src);
     let bytes = src.as_bytes();
     let mut depth: i32 = 0;
@@ -207,12 +222,15 @@ fn rule_heads(src: &str) -> Vec<(String, u8)> {
     out
 }
 
-/// Applies the gap rewrites (G2 always, G3 for v0 only, G4 always).
+/// Applies the gap rewrites (G2 always, G3 for v0 only, G4 always, and those of
+/// [`crate::rewrite_names`]).
 pub(crate) fn rewrite(src: &str, v1: bool) -> String {
     let mut out = fix_newline_paren(src);
     if !v1 {
         out = split_multi_body(&out);
+        out = crate::rewrite_names::drop_rule_call_parens(&out);
     }
+    out = crate::rewrite_names::rename_comprehension_locals(&out);
     hoist_not_call_args(&out)
 }
 
@@ -285,7 +303,13 @@ fn split_multi_body(src: &str) -> String {
         line_first = false;
         match b {
             b'{' if depth == 0 => {
-                let is_body = last_code.is_some_and(ends_expression);
+                // `contains {…}` is the element term of a partial set, not a body.
+                let after_contains = src[..i].trim_end().ends_with("contains")
+                    && !src[..i]
+                        .trim_end()
+                        .trim_end_matches("contains")
+                        .ends_with(|c: char| is_ident(c as u8) || c == '.');
+                let is_body = last_code.is_some_and(ends_expression) && !after_contains;
                 if is_body {
                     if just_closed_body {
                         if let Some(h) = &head {
@@ -360,7 +384,7 @@ fn hoist_not_call_args(src: &str) -> String {
     insert_all(src, inserts)
 }
 
-fn matching_paren(bytes: &[u8], mask: &[bool], open: usize) -> Option<usize> {
+pub(crate) fn matching_paren(bytes: &[u8], mask: &[bool], open: usize) -> Option<usize> {
     let mut depth = 0;
     for (k, &b) in bytes.iter().enumerate().skip(open) {
         if !mask[k] {
@@ -417,17 +441,25 @@ fn is_dotted_ref(arg: &str) -> bool {
         && rest.iter().all(|p| valid(p))
 }
 
-fn insert_all(src: &str, mut inserts: Vec<(usize, String)>) -> String {
-    if inserts.is_empty() {
+pub(crate) fn insert_all(src: &str, inserts: Vec<(usize, String)>) -> String {
+    replace_ranges(
+        src,
+        inserts.into_iter().map(|(p, text)| (p, p, text)).collect(),
+    )
+}
+
+/// Replaces each `(start, end)` byte range of `src` by its text (ranges must not overlap).
+pub(crate) fn replace_ranges(src: &str, mut edits: Vec<(usize, usize, String)>) -> String {
+    if edits.is_empty() {
         return src.to_string();
     }
-    inserts.sort_by_key(|(p, _)| *p);
+    edits.sort_by_key(|(start, end, _)| (*start, *end));
     let mut out = String::with_capacity(src.len() + 64);
     let mut last = 0;
-    for (pos, text) in inserts {
-        out.push_str(&src[last..pos]);
+    for (start, end, text) in edits {
+        out.push_str(&src[last..start]);
         out.push_str(&text);
-        last = pos;
+        last = end;
     }
     out.push_str(&src[last..]);
     out
@@ -485,6 +517,12 @@ mod tests {
                 .unwrap_err()
                 .starts_with("cannot import input")
         );
+    }
+
+    #[test]
+    fn contains_terms_are_not_bodies() {
+        let src = "violation contains {\"msg\": m} {\n  m := 1\n}\n";
+        assert_eq!(split_multi_body(src), src);
     }
 
     #[test]

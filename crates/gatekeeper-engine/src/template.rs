@@ -306,10 +306,9 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
     engine
         .add_data(inventory_root())
         .map_err(|e| bad(one_line_error(&e)))?;
-    engine
-        .eval_rule(rule.clone())
-        .map_err(|e| bad(one_line_error(&e)))?;
-    let _ = engine.take_prints();
+    if let Some(error) = crate::limits::prepare(&mut engine, &rule) {
+        return Err(bad(one_line_error(&error)));
+    }
     engine.clear_data();
     Ok((engine, rule))
 }

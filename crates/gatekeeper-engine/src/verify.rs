@@ -382,13 +382,15 @@ fn run_case(dir: &Path, policies: &PolicySet, case: &Value) -> Result<(), String
     };
     let mut evaluator = policies.evaluator(&inventory).map_err(|e| e.to_string())?;
     let mut stats = ReviewStats::default();
-    let results = evaluator.review(
-        policies,
-        &request,
-        None,
-        GATOR_ENFORCEMENT_POINT,
-        &mut stats,
-    );
+    let results = evaluator
+        .review(
+            policies,
+            &request,
+            None,
+            GATOR_ENFORCEMENT_POINT,
+            &mut stats,
+        )
+        .map_err(|e| e.to_string())?;
     let messages: Vec<&str> = results.iter().map(|r| r.result.msg.as_str()).collect();
     for assertion in &assertions {
         check_assertion(assertion, &messages)?;
