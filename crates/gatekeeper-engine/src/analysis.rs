@@ -14,8 +14,9 @@
 //!   `external_data`, …): an explicit `unsupported:` error naming the function;
 //! - chains of references deeper than [`MAX_CALL_DEPTH`], a limit of the embedded engine.
 //!
-//! Errors read like OPA's: `<module>:<line>: <code>: <message>`, modules named `template0`
-//! (the template's Rego) and `template1…` (its libs), as the constraint framework names them.
+//! Errors read like gator's: `<module>:<line>: <code>: <message>`, the template's module named
+//! `template` and its package shown as `data.template`, as the constraint framework names them
+//! (libs are `template1…`).
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -51,6 +52,10 @@ impl From<String> for Refusal {
 /// Checks the parsed modules of one template; `v1` is the template's Rego version.
 pub(crate) fn check(modules: &[Ref<Module>], v1: bool) -> Result<(), Refusal> {
     let rules = rule_table(modules);
+    let entry = modules
+        .iter()
+        .find(|m| m.package.span.source.file() == crate::template::ENTRY_MODULE)
+        .map(|m| package_path(m));
     let mut graph: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
     let mut first_line: BTreeMap<String, (String, u32)> = BTreeMap::new();
     for module in modules {
@@ -69,6 +74,7 @@ pub(crate) fn check(modules: &[Ref<Module>], v1: bool) -> Result<(), Refusal> {
                 package: &package,
                 aliases: &aliases,
                 rules: &rules,
+                entry: entry.as_deref(),
                 v1,
                 locals: locals_of(rule),
                 file,
@@ -78,8 +84,19 @@ pub(crate) fn check(modules: &[Ref<Module>], v1: bool) -> Result<(), Refusal> {
             graph.entry(path).or_default().extend(walker.edges);
         }
     }
-    check_cycles(&graph, &first_line)?;
-    check_depth(&graph, &first_line)
+    let shown = |path: &str| shown(entry.as_deref(), path);
+    check_cycles(&graph, &first_line, &shown)?;
+    check_depth(&graph, &first_line, &shown)
+}
+
+/// A rule path as gator shows it: the template's own package is `data.template`.
+fn shown(entry: Option<&str>, path: &str) -> String {
+    match entry {
+        Some(package) if path.starts_with(&format!("{package}.")) => {
+            format!("data.template{}", &path[package.len()..])
+        }
+        _ => path.to_string(),
+    }
 }
 
 /// `data.<package>` of a module.
@@ -247,6 +264,8 @@ struct Walker<'a> {
     package: &'a str,
     aliases: &'a BTreeMap<String, String>,
     rules: &'a BTreeMap<String, RuleInfo>,
+    /// The package of the template's own module (shown as `data.template`).
+    entry: Option<&'a str>,
     v1: bool,
     locals: BTreeSet<String>,
     file: String,
@@ -491,6 +510,11 @@ impl Walker<'_> {
         match callee {
             Callee::Policy(rule) => {
                 let arity = self.rules.get(&rule).and_then(|r| r.arity);
+                // OPA calls only functions with arguments; `rule()` names no function.
+                if matches!(arity, None | Some(0)) {
+                    let message = format!("undefined function {}", shown(self.entry, &rule));
+                    return Err(self.error(line, "rego_type_error", message).into());
+                }
                 if let Some(arity) = arity
                     && params.len() != arity
                     && params.len() != arity + 1
@@ -694,12 +718,15 @@ const LITERAL_TYPES: &[(&str, &[&[Kind]])] = &[
 fn check_cycles(
     graph: &BTreeMap<String, Vec<Edge>>,
     lines: &BTreeMap<String, (String, u32)>,
+    shown: &dyn Fn(&str) -> String,
 ) -> Result<(), Refusal> {
     for start in graph.keys() {
         if let Some(cycle) = find_cycle(graph, start) {
             let (file, line) = lines.get(start).cloned().unwrap_or_default();
+            let cycle: Vec<String> = cycle.iter().map(|p| shown(p)).collect();
             return Err(Refusal::Invalid(format!(
-                "{file}:{line}: rego_recursion_error: rule {start} is recursive: {}",
+                "{file}:{line}: rego_recursion_error: rule {} is recursive: {}",
+                shown(start),
                 cycle.join(" -> ")
             )));
         }
@@ -743,12 +770,14 @@ fn find_cycle(graph: &BTreeMap<String, Vec<Edge>>, start: &str) -> Option<Vec<St
 fn check_depth(
     graph: &BTreeMap<String, Vec<Edge>>,
     lines: &BTreeMap<String, (String, u32)>,
+    shown: &dyn Fn(&str) -> String,
 ) -> Result<(), Refusal> {
     let mut depth: BTreeMap<String, usize> = BTreeMap::new();
     for start in graph.keys() {
         let d = depth_of(graph, start, &mut depth);
         if d > MAX_CALL_DEPTH {
             let (file, line) = lines.get(start).cloned().unwrap_or_default();
+            let start = shown(start);
             return Err(Refusal::Unsupported(format!(
                 "rule {start} reaches a chain of {d} rule and function references, over the \
                  embedded engine's limit of {MAX_CALL_DEPTH} ({file}:{line})"

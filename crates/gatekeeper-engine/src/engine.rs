@@ -90,6 +90,24 @@ fn is_constraint(object: &Value) -> bool {
     group_version(str_at(object, &["apiVersion"])).0 == crate::constraint::CONSTRAINT_GROUP
 }
 
+/// What the embedded engine does not apply of an input object of this kind, if anything:
+/// expansion templates and mutators change what `gator test` reviews.
+fn unsupported_input(object: &Value) -> Option<&'static str> {
+    let (group, _) = group_version(str_at(object, &["apiVersion"]));
+    match (group, str_at(object, &["kind"])) {
+        ("expansion.gatekeeper.sh", "ExpansionTemplate") => Some(
+            "expansion: ExpansionTemplates are not applied by the embedded engine \
+             (the resources they generate would be reviewed by gator)",
+        ),
+        ("mutations.gatekeeper.sh", "Assign" | "AssignMetadata" | "ModifySet" | "AssignImage") => {
+            Some(
+                "mutators are not applied by the embedded engine (gator applies them to expanded resources)",
+            )
+        }
+        _ => None,
+    }
+}
+
 fn parse_stored(text: &str) -> Value {
     // The text was written by serde_json from a Value, so it always parses.
     serde_json::from_str(text).unwrap_or(Value::Null)
@@ -106,6 +124,8 @@ struct Intake {
     /// The first object the inventory refuses; reported after template and constraint errors,
     /// as the framework ingests in that order.
     inventory_error: Option<EngineError>,
+    /// The first object whose effect the engine does not apply (reported first).
+    unsupported: Option<EngineError>,
 }
 
 impl Intake {
@@ -116,8 +136,16 @@ impl Intake {
             constraints: Vec::new(),
             checked: InventoryBuilder::new(false),
             inventory_error: None,
+            unsupported: None,
         };
         for mut object in objects {
+            if let (None, Some(feature)) = (&intake.unsupported, unsupported_input(&object)) {
+                intake.unsupported = Some(EngineError::UnsupportedObject {
+                    kind: str_at(&object, &["kind"]).to_string(),
+                    name: str_at(&object, &["metadata", "name"]).to_string(),
+                    feature: feature.to_string(),
+                });
+            }
             // Callers may build objects themselves: make every number what gator's float64 makes.
             crate::reader::normalize_numbers(&mut object);
             if intake.inventory_error.is_none() {
@@ -152,6 +180,9 @@ impl Engine {
         let intake = Intake::take(objects);
         if intake.stored.is_empty() {
             return Err(EngineError::NoInput);
+        }
+        if let Some(error) = intake.unsupported {
+            return Err(error);
         }
         let mut policies = PolicySet::new();
         for object in &intake.templates {

@@ -12,6 +12,28 @@ pub enum EngineError {
         /// The offending path.
         path: PathBuf,
     },
+    /// A file could not be read: not a regular file, over a cap, not UTF-8.
+    #[error("reading file")]
+    Read(#[from] bounded_input::ReadError),
+    /// YAML nested deeper than the parser is allowed to see.
+    #[error("reading file {path:?}: reading yaml source")]
+    Nesting {
+        /// The file.
+        path: PathBuf,
+        /// Where and how deep.
+        #[source]
+        source: bounded_input::NestingError,
+    },
+    /// An input object is of a kind whose effect the embedded engine does not apply.
+    #[error("unsupported: {feature} ({kind} {name:?})")]
+    UnsupportedObject {
+        /// The object's kind.
+        kind: String,
+        /// Its `metadata.name`.
+        name: String,
+        /// What is not supported.
+        feature: String,
+    },
     /// A file or directory could not be read.
     #[error("reading file {path:?}")]
     Io {

@@ -37,8 +37,9 @@ pub use engine::{
 };
 pub use error::EngineError;
 pub use reader::{
-    gator_numbers, normalize_numbers, parse_stream, read_source_file, read_sources,
-    read_verify_file, yaml_to_json,
+    MAX_FILE_BYTES, MAX_TOTAL_BYTES, gator_numbers, normalize_numbers, parse_stream,
+    read_source_file, read_sources, read_sources_with_origin, read_verify_file,
+    read_verify_file_within, yaml_to_json,
 };
 pub use result::{ConstraintRef, ObjectRef, ReviewResult};
 pub use review::{

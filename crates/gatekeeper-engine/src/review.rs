@@ -26,7 +26,7 @@ pub enum ResultKind {
     Violation,
     /// A Rego evaluation error, reported for every matching constraint of the template; its
     /// `msg` is the error text (OPA's wording where the failure has an OPA equivalent, e.g.
-    /// `template0:4: eval_conflict_error: complete rules must not produce multiple outputs`).
+    /// `template:3: eval_conflict_error: complete rules must not produce multiple outputs`).
     EvalError,
     /// A matching error (for example a namespaceSelector with the Namespace unknown).
     Autoreject,
@@ -665,27 +665,23 @@ impl Evaluator {
 /// Gives regorus' texts for failures OPA also detects at evaluation the wording of OPA's
 /// errors (`<module>:<line>: eval_conflict_error: …`), which Gatekeeper puts in the result.
 fn opa_wording(text: &str) -> String {
-    const CONFLICTS: [(&str, &str); 2] = [
-        (
-            "rule conflicts with rule at",
-            "eval_conflict_error: complete rules must not produce multiple outputs",
-        ),
-        (
-            "functions must not produce multiple outputs for same inputs",
-            "eval_conflict_error: functions must not produce multiple outputs for same inputs",
-        ),
-    ];
+    const COMPLETE: &str = "rule conflicts with rule at ";
+    const FUNCTIONS: &str = "functions must not produce multiple outputs for same inputs";
     let (location, message) = match text.split_once(": ") {
-        Some((location, message)) if location.starts_with("template") => (Some(location), message),
-        _ => (None, text),
+        Some((location, message)) if location.starts_with("template") => (location, message),
+        _ => return text.to_string(),
     };
-    let Some((_, opa)) = CONFLICTS.iter().find(|(ours, _)| message.starts_with(ours)) else {
-        return text.to_string();
-    };
-    match location {
-        Some(location) => format!("{location}: {opa}"),
-        None => opa.to_string(),
+    if let Some(other) = message.strip_prefix(COMPLETE) {
+        // OPA reports the first of the conflicting rules, which regorus names here.
+        let first = other.rsplit_once(':').map_or(location, |(at, _column)| at);
+        return format!(
+            "{first}: eval_conflict_error: complete rules must not produce multiple outputs"
+        );
     }
+    if message.starts_with(FUNCTIONS) {
+        return format!("{location}: eval_conflict_error: {FUNCTIONS}");
+    }
+    text.to_string()
 }
 
 /// Converts JSON to a regorus value directly (regorus' own conversion goes through serde and

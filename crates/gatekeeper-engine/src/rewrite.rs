@@ -179,7 +179,7 @@ pub(crate) fn v1_bracket_violation(src: &str) -> bool {
 
 /// (rule name, the first non-blank byte after it) for each top-level line starting with an
 /// identifier.
-pub(crate) fn rule_heads(src: &str) -> Vec<(String, u8)> {
+fn rule_heads(src: &str) -> Vec<(String, u8)> {
     let mask = code_mask(src);
     let bytes = src.as_bytes();
     let mut depth: i32 = 0;
@@ -228,7 +228,6 @@ pub(crate) fn rewrite(src: &str, v1: bool) -> String {
     let mut out = fix_newline_paren(src);
     if !v1 {
         out = split_multi_body(&out);
-        out = crate::rewrite_names::drop_rule_call_parens(&out);
     }
     out = crate::rewrite_names::rename_comprehension_locals(&out);
     hoist_not_call_args(&out)
@@ -449,7 +448,7 @@ pub(crate) fn insert_all(src: &str, inserts: Vec<(usize, String)>) -> String {
 }
 
 /// Replaces each `(start, end)` byte range of `src` by its text (ranges must not overlap).
-pub(crate) fn replace_ranges(src: &str, mut edits: Vec<(usize, usize, String)>) -> String {
+fn replace_ranges(src: &str, mut edits: Vec<(usize, usize, String)>) -> String {
     if edits.is_empty() {
         return src.to_string();
     }

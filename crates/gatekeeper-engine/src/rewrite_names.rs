@@ -1,16 +1,10 @@
-//! Two more source rewrites for Rego OPA accepts and regorus 0.14 refuses (pinned by
-//! `tests/regorus_gaps.rs`):
-//!
-//! - a comprehension whose local variable has the name of the variable it is assigned to
-//!   (`found := [found | found = regex.match(p, s)]`): OPA scopes the inner `found` to the
-//!   comprehension, regorus calls it unsafe. The inner one is renamed (`__gk_local_found`).
-//! - in Rego v0, a complete rule called with empty parentheses (`hosts()[_]`), which OPA
-//!   accepts as a reference to the rule and regorus looks up as a function: the parentheses
-//!   are dropped.
+//! A source rewrite for Rego OPA accepts and regorus 0.14 refuses (pinned by
+//! `tests/regorus_gaps.rs`): a comprehension whose local variable has the name of the variable
+//! it is assigned to (`found := [found | found = regex.match(p, s)]`). OPA scopes the inner
+//! `found` to the comprehension, regorus calls it unsafe; the inner one is renamed
+//! (`__gk_local_found`).
 
-use crate::rewrite::{
-    code_mask, code_positions, insert_all, is_ident, matching_paren, replace_ranges, rule_heads,
-};
+use crate::rewrite::{code_mask, code_positions, insert_all, is_ident, matching_paren};
 
 /// The prefix given to a comprehension's renamed local variable.
 const LOCAL_PREFIX: &str = "__gk_local_";
@@ -85,47 +79,6 @@ fn word_positions(src: &str, mask: &[bool], name: &str, from: usize, to: usize) 
     out
 }
 
-/// Drops the empty parentheses after calls of complete (argument-less) rules of the module.
-pub(crate) fn drop_rule_call_parens(src: &str) -> String {
-    let heads = rule_heads(src);
-    let functions: Vec<&str> = heads
-        .iter()
-        .filter(|(_, next)| *next == b'(')
-        .map(|(name, _)| name.as_str())
-        .collect();
-    let rules: Vec<&str> = heads
-        .iter()
-        .map(|(name, _)| name.as_str())
-        .filter(|name| !functions.contains(name))
-        .collect();
-    let mask = code_mask(src);
-    let bytes = src.as_bytes();
-    let mut removals: Vec<(usize, usize)> = Vec::new();
-    for rule in rules {
-        for at in word_positions(src, &mask, rule, 0, src.len()) {
-            let open = at + rule.len();
-            if bytes.get(open) != Some(&b'(') {
-                continue;
-            }
-            let Some(close) = matching_paren(bytes, &mask, open) else {
-                continue;
-            };
-            if src[open + 1..close].trim().is_empty() {
-                removals.push((open, close + 1));
-            }
-        }
-    }
-    removals.sort_unstable();
-    removals.dedup();
-    replace_ranges(
-        src,
-        removals
-            .into_iter()
-            .map(|(start, end)| (start, end, String::new()))
-            .collect(),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -140,14 +93,5 @@ mod tests {
         let same =
             "x { found := [found, 1]; a := {b | b := found}; c := [y.found | y := \"found\"] }";
         assert_eq!(rename_comprehension_locals(same), same);
-    }
-
-    #[test]
-    fn empty_parentheses_after_complete_rules_are_dropped() {
-        let src = "hosts = h { h := {\"a\"} }\nf(x) = x { true }\nv { hosts()[_]; f(1); x.hosts(); \"hosts()\" }\n";
-        assert_eq!(
-            drop_rule_call_parens(src),
-            "hosts = h { h := {\"a\"} }\nf(x) = x { true }\nv { hosts[_]; f(1); x.hosts(); \"hosts()\" }\n"
-        );
     }
 }

@@ -49,6 +49,10 @@ fn invalid(name: &str, reason: impl Into<String>) -> EngineError {
     }
 }
 
+/// The name of the template's own module in error locations, as the constraint framework
+/// names it (libs are `template1`, `template2`, …).
+pub(crate) const ENTRY_MODULE: &str = "template";
+
 /// Turns a regorus error (multi-line, with a source excerpt) into `<file>:<line>: <message>`.
 pub(crate) fn one_line_error(error: &impl std::fmt::Display) -> String {
     let text = format!("{error:#}");
@@ -283,7 +287,7 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
     }
     let package = engine
         .add_policy(
-            "template0".to_string(),
+            ENTRY_MODULE.to_string(),
             rewrite::rewrite(&code.rego, code.v1),
         )
         .map_err(|e| bad(one_line_error(&e)))?;
@@ -294,7 +298,10 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
     }
     let modules = engine.get_modules().clone();
     crate::analysis::check(&modules, code.v1).map_err(|refusal| match refusal {
-        crate::analysis::Refusal::Invalid(text) => bad(text),
+        crate::analysis::Refusal::Invalid(text) => invalid(
+            name,
+            format!("unable to compile modules: 1 error occurred: {text}"),
+        ),
         crate::analysis::Refusal::Unsupported(feature) => EngineError::Unsupported {
             name: name.to_string(),
             feature,

@@ -28,7 +28,7 @@ fn v1_templates_calling_deprecated_builtins_are_refused() {
     let error = refusal(rego, &[], true);
     assert!(
         error.contains(
-            "template0:3: rego_type_error: deprecated built-in function calls in expression: re_match"
+            "template:3: rego_type_error: deprecated built-in function calls in expression: re_match"
         ),
         "{error}"
     );
@@ -44,7 +44,7 @@ fn undefined_functions_and_type_errors_are_refused_at_ingestion() {
     let undefined = "package gap\nviolation[{\"msg\": \"x\"}] { no_such_function(1) }\n";
     assert!(
         refusal(undefined, &[], false)
-            .contains("template0:2: rego_type_error: undefined function no_such_function")
+            .contains("template:2: rego_type_error: undefined function no_such_function")
     );
     let arity = "package gap\nviolation[{\"msg\": \"x\"}] { count(1, 2, 3) }\n";
     assert!(refusal(arity, &[], false).contains("rego_type_error: count: arity mismatch"));

@@ -144,7 +144,7 @@ fn evaluation_errors_become_results_for_every_constraint_of_the_kind() {
             "{}",
             r.result.msg
         );
-        assert!(r.result.msg.starts_with("template0:"), "{}", r.result.msg);
+        assert!(r.result.msg.starts_with("template:"), "{}", r.result.msg);
         assert_eq!(r.result.details, None);
     }
 }
@@ -323,7 +323,7 @@ fn template_ingestion_errors_name_the_template() {
     )]);
     assert!(
         e.to_string().starts_with(
-            "adding template \"broken\": invalid ConstraintTemplate: invalid rego: template0:"
+            "adding template \"broken\": invalid ConstraintTemplate: invalid rego: template:"
         ),
         "{e}"
     );

@@ -16,14 +16,14 @@ fn recursive_functions_are_refused_like_opa() {
     let error = refusal(direct, &[], false);
     assert!(
         error.contains(
-            "template0:2: rego_recursion_error: rule data.gap.f is recursive: data.gap.f -> data.gap.f"
+            "template:2: rego_recursion_error: rule data.template.f is recursive: data.template.f -> data.template.f"
         ),
         "{error}"
     );
     let mutual = "package gap\nf(x) = y { y := g(x) }\ng(x) = y { y := f(x) }\nviolation[{\"msg\": \"x\"}] { f(1) }\n";
     let error = refusal(mutual, &[], false);
     assert!(
-        error.contains("rule data.gap.f is recursive: data.gap.f -> data.gap.g -> data.gap.f"),
+        error.contains("rule data.template.f is recursive: data.template.f -> data.template.g -> data.template.f"),
         "{error}"
     );
     let through_lib = "package gap\nimport data.lib.loop.a\nviolation[{\"msg\": \"x\"}] { a(1) }\n";
@@ -114,7 +114,7 @@ fn conflicts_are_errors_in_opas_words_and_tell_apart_from_violations() {
         error.ends_with("eval_conflict_error: complete rules must not produce multiple outputs"),
         "{error}"
     );
-    assert!(error.starts_with("template0:"), "{error}");
+    assert!(error.starts_with("template:"), "{error}");
     let functions = "package gap\nf(x) := 1 { input.review.object.spec.a }\nf(x) := 2 { input.review.object.spec.a }\nviolation[{\"msg\": \"ok\"}] { f(1) }\n";
     let error = evaluation_error(functions, json!({"a": true}));
     assert!(
