@@ -5,11 +5,14 @@
 //! - `bench <name>`: run a release-mode benchmark and report wall time and peak RSS.
 //! - `parity [--gator PATH]`: the engine on fixtures' objects versus on their projection.
 //! - `chart`: render `charts/workload-report` with real Helm and check it (also part of `test`).
+//! - `opa-diff [--record]`: the embedded engine against real OPA on a Rego corpus (also part
+//!   of `test` when `python3` is available).
 
 mod bench;
 mod chart;
 mod fixtures;
 mod fixtures_cluster;
+mod opa_diff;
 mod parity;
 mod tidy;
 mod util;
@@ -39,8 +42,9 @@ fn run(args: Vec<String>) -> Result<()> {
         [bench::MEASURE, name, program, rest @ ..] => bench::measure(name, program, rest),
         ["tidy"] => tidy::check(),
         ["chart"] => chart::test(),
+        ["opa-diff", rest @ ..] => opa_diff::run(rest),
         _ => bail!(
-            "usage: cargo xtask test | fixtures [--check] | bench <{}> | tidy | chart | parity [--gator PATH]",
+            "usage: cargo xtask test | fixtures [--check] | bench <{}> | tidy | chart | parity [--gator PATH] | opa-diff [--record]",
             bench::NAMES.join("|")
         ),
     }
@@ -85,5 +89,10 @@ fn test() -> Result<()> {
     ])?;
     chart::test()?;
     parity::run(&[])?;
+    if opa_diff::available() {
+        opa_diff::run(&[])?;
+    } else {
+        eprintln!("opa-diff: skipped (no python3 to run the OPA reference)");
+    }
     Ok(())
 }

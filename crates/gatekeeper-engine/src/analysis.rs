@@ -99,6 +99,25 @@ fn shown(entry: Option<&str>, path: &str) -> String {
     }
 }
 
+/// The names of the rules (not functions) of the modules, sorted, each once.
+pub(crate) fn rule_names(modules: &[Ref<Module>]) -> Vec<String> {
+    let names: BTreeSet<String> = modules
+        .iter()
+        .flat_map(|m| m.policy.iter())
+        .filter(|rule| {
+            !matches!(
+                rule.as_ref(),
+                Rule::Spec {
+                    head: RuleHead::Func { .. },
+                    ..
+                }
+            )
+        })
+        .filter_map(|rule| rule_name(rule).map(|(name, _)| name))
+        .collect();
+    names.into_iter().collect()
+}
+
 /// `data.<package>` of a module.
 fn package_path(module: &Module) -> String {
     let parts = ref_path(&module.package.refr).unwrap_or_default();
@@ -510,8 +529,9 @@ impl Walker<'_> {
         match callee {
             Callee::Policy(rule) => {
                 let arity = self.rules.get(&rule).and_then(|r| r.arity);
-                // OPA calls only functions with arguments; `rule()` names no function.
-                if matches!(arity, None | Some(0)) {
+                // `rule()` names no function in OPA; a zero-argument function (`f() = x`) is
+                // one only in Rego v0.
+                if arity.is_none() || (self.v1 && arity == Some(0)) {
                     let message = format!("undefined function {}", shown(self.entry, &rule));
                     return Err(self.error(line, "rego_type_error", message).into());
                 }
@@ -608,7 +628,7 @@ impl Walker<'_> {
 
 /// Namespaces of OPA built-ins the embedded engine does not provide (the regorus features this
 /// project builds, plus deliberate omissions such as network access).
-const UNSUPPORTED_NAMESPACES: [&str; 16] = [
+const UNSUPPORTED_NAMESPACES: [&str; 15] = [
     "http.send",
     "io.jwt",
     "crypto",
@@ -622,7 +642,6 @@ const UNSUPPORTED_NAMESPACES: [&str; 16] = [
     "opa.runtime",
     "providers.aws",
     "uuid",
-    "graph",
     "json.patch",
     "strings.render_template",
 ];

@@ -8,6 +8,8 @@
 //!   callers (such as [`verify`]) that review single objects against a chosen inventory.
 //! - [`verify`] runs `gator verify` Suite files.
 //! - [`output`] renders results as gator's `-o json`, `-o yaml` and human formats.
+//! - [`rego`] evaluates plain Rego modules the same way, for the differential check against
+//!   OPA; [`goregex`] is Go's regular-expression syntax; [`limits`] are the engine's caps.
 
 mod analysis;
 mod constraint;
@@ -22,6 +24,7 @@ pub mod matching;
 pub mod output;
 mod reader;
 mod regexmatch;
+pub mod rego;
 pub mod result;
 mod review;
 mod rewrite;

@@ -376,7 +376,21 @@ fn hoist_not_call_args(src: &str) -> String {
             .filter(|arg| is_dotted_ref(arg))
             .map(|arg| format!("_ = {arg}; "))
             .collect();
-        if !guards.is_empty() {
+        if guards.is_empty() {
+            continue;
+        }
+        if src[..at].trim_end().ends_with("if")
+            && src[..at].trim_end().len() > 2
+            && !is_ident(src[..at].trim_end().as_bytes()[src[..at].trim_end().len() - 3])
+        {
+            // `p if not f(a.b)` has no braces: the guard needs a body to live in.
+            let line_end = src[close..].find('\n').map_or(src.len(), |n| close + n);
+            if !src[close + 1..line_end].trim().is_empty() {
+                continue;
+            }
+            inserts.push((at, format!("{{ {}", guards.concat())));
+            inserts.push((close + 1, " }".to_string()));
+        } else {
             inserts.push((at, guards.concat()));
         }
     }
@@ -515,6 +529,14 @@ mod tests {
             check_import("input.review")
                 .unwrap_err()
                 .starts_with("cannot import input")
+        );
+    }
+
+    #[test]
+    fn negated_calls_without_braces_get_a_body_for_the_guard() {
+        assert_eq!(
+            hoist_not_call_args("p if not f(input.a.b)\nq if { not g(x.y) }\n"),
+            "p if { _ = input.a.b; not f(input.a.b) }\nq if { _ = x.y; not g(x.y) }\n"
         );
     }
 

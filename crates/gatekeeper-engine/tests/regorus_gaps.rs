@@ -119,19 +119,18 @@ fn v0_contains_without_if() {
 }
 
 /// Class 2c: a complete rule called with empty parentheses (`hosts()`). OPA's compiler (gator
-/// v3.21.1 checked) refuses it, also for a zero-argument "function" head: `rego_type_error:
-/// undefined function data.template.hosts`; so does the embedded engine (regorus alone would
-/// look for a function at evaluation).
+/// v3.21.1 checked) refuses it: `rego_type_error: undefined function data.template.hosts`; so
+/// does the embedded engine (regorus alone would look for a function at evaluation). A v0
+/// zero-argument function (`f() = x`, as gatekeeper-library's forbidden-sysctls has) is called
+/// with `f()`.
 #[test]
 fn v0_complete_rule_called_with_empty_parentheses_is_refused_like_gator() {
-    for head in ["hosts = h", "hosts() = h"] {
-        let rego = format!(
-            "package gap\n{head} {{ h := {{\"a\", \"b\"}} }}\nviolation[{{\"msg\": host}}] {{\n  host := hosts()[_]\n}}\n"
-        );
-        let error = common::refusal(&rego, &[], false);
-        assert!(
-            error.contains("template:4: rego_type_error: undefined function data.template.hosts"),
-            "{error}"
-        );
-    }
+    let rego = "package gap\nhosts = h { h := {\"a\", \"b\"} }\nviolation[{\"msg\": host}] {\n  host := hosts()[_]\n}\n";
+    let error = common::refusal(rego, &[], false);
+    assert!(
+        error.contains("template:4: rego_type_error: undefined function data.template.hosts"),
+        "{error}"
+    );
+    let function = "package gap\nhosts() = h { h := {\"a\", \"b\"} }\nviolation[{\"msg\": msg}] {\n  all := hosts()\n  msg := concat(\",\", all)\n}\n";
+    assert_eq!(messages(function, &[], thing(json!({}))), vec!["a,b"]);
 }
