@@ -8,6 +8,8 @@
 //! - `sprintf` output is capped at [`MAX_TEXT`] bytes (see `gosprintf`).
 //! - Recursion is refused at ingestion, as OPA's compiler refuses it (`analysis`), and the
 //!   depth of calls a template can reach is capped at [`MAX_CALL_DEPTH`].
+//! - Rego sources nested deeper than [`MAX_BRACKET_DEPTH`] brackets are refused before regorus
+//!   parses them (its parser backtracks exponentially on nested brackets).
 //! - Time: the caller's budget ([`crate::EngineOptions::time_budget`]) stops a whole review
 //!   cooperatively through regorus' execution timer.
 
@@ -55,6 +57,10 @@ pub const MAX_COLLECTION: u64 = 1_000_000;
 
 /// The longest text one built-in call may produce (1 MiB).
 pub const MAX_TEXT: usize = 1 << 20;
+
+/// The deepest nesting of `[` and `{` a Rego source may have (regorus parses deeper nesting in
+/// exponential time).
+pub const MAX_BRACKET_DEPTH: usize = 12;
 
 /// The deepest chain of rule and function references a template may have.
 pub const MAX_CALL_DEPTH: usize = 64;
@@ -113,6 +119,18 @@ fn range(builtin: &'static str, params: &[Value], step: Option<i128>) -> anyhow:
         .map(|i| Value::from(from + i * direction))
         .collect::<Vec<_>>();
     Ok(Value::from(values))
+}
+
+/// Refuses a source nested too deeply for regorus' parser.
+pub(crate) fn check_source_nesting(module: &str, source: &str) -> Result<(), String> {
+    let (depth, line) = crate::rewrite::bracket_depth(source);
+    if depth > MAX_BRACKET_DEPTH {
+        return Err(format!(
+            "brackets nested {depth} deep ({module}:{line}) exceed the embedded engine's limit of \
+             {MAX_BRACKET_DEPTH}"
+        ));
+    }
+    Ok(())
 }
 
 #[cfg(test)]

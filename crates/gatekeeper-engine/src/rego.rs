@@ -153,6 +153,7 @@ pub fn evaluate_module(
     engine.set_rego_v0(!v1);
     engine.set_strict_builtin_errors(false);
     crate::extensions::register(&mut engine, v1).map_err(|e| e.to_string())?;
+    crate::limits::check_source_nesting("module", source)?;
     let package = engine
         .add_policy("module".to_string(), crate::rewrite::rewrite(source, v1))
         .map_err(|e| crate::template::one_line_error(&e))?;

@@ -112,6 +112,35 @@ pub(crate) fn check_import(path: &str) -> Result<(), String> {
     }
 }
 
+/// The deepest nesting of `[` and `{` in code, and the 1-based line where it is first reached.
+/// regorus' parser backtracks on nested brackets (array or comprehension?) in time exponential
+/// in their depth, so sources nested deeper than [`crate::limits::MAX_BRACKET_DEPTH`] are
+/// refused before it sees them.
+pub(crate) fn bracket_depth(src: &str) -> (usize, usize) {
+    let mask = code_mask(src);
+    let (mut depth, mut deepest, mut line, mut at_line) = (0usize, 0usize, 1usize, 1usize);
+    for (i, b) in src.bytes().enumerate() {
+        if b == b'\n' {
+            line += 1;
+        }
+        if !mask[i] {
+            continue;
+        }
+        match b {
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > deepest {
+                    deepest = depth;
+                    at_line = line;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    (deepest, at_line)
+}
+
 /// Byte positions of `needle` in `src[from..to]` that start in code.
 pub(crate) fn code_positions(
     src: &str,
@@ -538,6 +567,12 @@ mod tests {
             hoist_not_call_args("p if not f(input.a.b)\nq if { not g(x.y) }\n"),
             "p if { _ = input.a.b; not f(input.a.b) }\nq if { _ = x.y; not g(x.y) }\n"
         );
+    }
+
+    #[test]
+    fn bracket_depth_counts_code_only() {
+        assert_eq!(bracket_depth("a { [ {\n \"[[[[\" } ] }"), (3, 1));
+        assert_eq!(bracket_depth("x\n# [[[[\ny := [[1]]"), (2, 3));
     }
 
     #[test]

@@ -275,6 +275,20 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
     engine.set_strict_builtin_errors(false);
     engine.set_gather_prints(true);
     crate::extensions::register(&mut engine, code.v1).map_err(|e| bad(one_line_error(&e)))?;
+    let modules = std::iter::once((ENTRY_MODULE.to_string(), &code.rego)).chain(
+        code.libs
+            .iter()
+            .enumerate()
+            .map(|(i, lib)| (format!("template{}", i + 1), lib)),
+    );
+    for (module, source) in modules {
+        crate::limits::check_source_nesting(&module, source).map_err(|feature| {
+            EngineError::Unsupported {
+                name: name.to_string(),
+                feature,
+            }
+        })?;
+    }
     for (i, lib) in code.libs.iter().enumerate() {
         let package = engine
             .add_policy(format!("template{}", i + 1), rewrite::rewrite(lib, code.v1))

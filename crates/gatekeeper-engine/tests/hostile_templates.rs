@@ -133,3 +133,17 @@ fn conflicts_are_errors_in_opas_words_and_tell_apart_from_violations() {
     .expect("review");
     assert!(outcome.results.is_empty());
 }
+
+#[test]
+fn deeply_nested_brackets_are_refused_before_parsing() {
+    let rego = format!(
+        "package gap\nviolation[{{\"msg\": \"x\"}}] {{\n  x := {}1{}\n}}\n",
+        "[".repeat(40),
+        "]".repeat(40)
+    );
+    let error = refusal(&rego, &[], false);
+    assert!(
+        error.contains("unsupported: brackets nested 41 deep (template:3) exceed"),
+        "{error}"
+    );
+}
