@@ -22,7 +22,7 @@ pub const GATOR_ENFORCEMENT_POINT: &str = "gator.gatekeeper.sh";
 /// Gatekeeper audit's enforcement point.
 pub const AUDIT_ENFORCEMENT_POINT: &str = "audit.gatekeeper.sh";
 
-/// Which Namespace is attached to a review (`../shared/spec/gatekeeper.md` §2.2).
+/// Which Namespace is attached to a review (see `docs/gatekeeper-semantics.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum NamespaceMode {
     /// `gator test`: an empty Namespace for cluster-scoped objects, the input's Namespace

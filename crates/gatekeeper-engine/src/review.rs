@@ -1,4 +1,4 @@
-//! Reviews (`../shared/spec/gatekeeper.md` §3.3–§3.6): the policy set (templates and
+//! Reviews (see `docs/gatekeeper-semantics.md`): the policy set (templates and
 //! constraints), `data.inventory`, `input.review` as the framework builds it, and the
 //! evaluator that runs every matching constraint's template and turns its `violation` set into
 //! results (msg/details, identical violations collapsed, evaluation errors as results,

@@ -1,4 +1,4 @@
-//! ConstraintTemplate ingestion (`../shared/spec/gatekeeper.md` §3.1): versions, name vs CRD
+//! ConstraintTemplate ingestion (see `docs/gatekeeper-semantics.md`): versions, name vs CRD
 //! kind, the single admission target, legacy `rego`/`libs` and `code` entries, Rego v0/v1,
 //! the import and `data` ref rules, the required `violation` rule, and one regorus compile per
 //! template.

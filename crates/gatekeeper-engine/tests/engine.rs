@@ -1,6 +1,6 @@
-//! `gator test` semantics of [`gatekeeper_engine::Engine`]: ingestion rules (§3.1, §3.2),
-//! review shape and results (§3.3–§3.6), the attached-namespace quirks (§2.2, §2.3) and the
-//! enforcement actions (§1.2, §3.7) of `../shared/spec/gatekeeper.md`.
+//! `gator test` semantics of [`gatekeeper_engine::Engine`]: ingestion rules, review shape and
+//! results, the attached-namespace quirks and the enforcement actions (see
+//! `docs/gatekeeper-semantics.md`).
 
 use gatekeeper_engine::{
     Engine, EngineError, EngineOptions, NamespaceMode, ResultKind, ReviewResult,
