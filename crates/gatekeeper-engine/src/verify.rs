@@ -223,13 +223,15 @@ fn list_suites(arg: &str) -> Result<Vec<(PathBuf, Value)>, VerifyError> {
     Ok(suites)
 }
 
+/// The YAML files of `dir` (and below, when `recursive`), sorted; symlinked directories are not
+/// followed (as Go's `fs.WalkDir` does not), so a link to a parent cannot loop.
 fn collect_yaml(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     let mut entries = std::fs::read_dir(dir)?
         .map(|e| e.map(|e| e.path()))
         .collect::<Result<Vec<_>, _>>()?;
     entries.sort();
     for entry in entries {
-        if entry.is_dir() {
+        if std::fs::symlink_metadata(&entry)?.is_dir() {
             if recursive {
                 collect_yaml(&entry, recursive, out)?;
             }
@@ -598,6 +600,17 @@ mod tests {
             err.starts_with("invalid assertion: message \"a**\": error parsing regexp"),
             "{err}"
         );
+    }
+
+    #[test]
+    fn listing_does_not_follow_a_symlink_loop() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("a/loop")).unwrap();
+        std::fs::write(dir.path().join("a/x.yaml"), "a: 1\n").unwrap();
+        let mut files = Vec::new();
+        collect_yaml(dir.path(), true, &mut files).unwrap();
+        assert_eq!(files, vec![dir.path().join("a/x.yaml")]);
     }
 
     #[test]
