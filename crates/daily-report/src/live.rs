@@ -229,7 +229,7 @@ impl Reader<'_> {
         let results = self.evaluate(state)?;
         (self.log)(&format!("evaluated: {} results", results.len()));
         Ok(Collected {
-            results: results.into_iter().map(finding).collect(),
+            results: results.into_iter().map(Finding::from).collect(),
             constraints,
             template_kinds,
         })
@@ -322,18 +322,6 @@ fn audit_facts(state: &ClusterState) -> Result<Vec<ConstraintAudit>, String> {
             })
         })
         .collect()
-}
-
-/// Maps an engine result to the pipeline's [`Finding`].
-pub fn finding(result: ReviewResult) -> Finding {
-    Finding {
-        constraint_kind: result.constraint.kind,
-        constraint_name: result.constraint.name,
-        object_kind: result.object.kind,
-        namespace: result.object.namespace,
-        name: result.object.name,
-        msg: result.msg,
-    }
 }
 
 /// Slack and Loki over report-sinks' clients, on the run's runtime.

@@ -12,6 +12,10 @@
 //!   [`RunError::Warning`], anything else [`RunError::Failed`];
 //! - stdout `null` is no results; a JSON array is the results; anything else is
 //!   [`RunError::NonJson`];
+//! - a policy that failed to evaluate on an object is a result too: its `msg` is the error
+//!   (e.g. `template:3: eval_conflict_error: complete rules must not produce multiple outputs`)
+//!   and its `metadata` is `{"details": null}` (a matching error has no `metadata`), where a
+//!   violation has `details` (`{}` at least); so its [`ReviewResult::details`] is `None`;
 //! - exit codes other than 0 and 1, a signal, or exit 1 with no output are [`RunError::Failed`];
 //! - the timeout is [`RunError::Timeout`].
 

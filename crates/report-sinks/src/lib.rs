@@ -27,8 +27,8 @@ pub mod slack;
 pub use http::{HttpOptions, SendError};
 pub use loki::{LokiAuth, LokiClient, LokiConfig, LokiPush, LokiSink};
 pub use model::{
-    AuditCheck, NamespaceReport, Report, RuleReport, RunStatus, RunSummary, TeamReport,
-    ViolatingWorkload,
+    AuditCheck, NamespaceReport, ObjectName, PolicyError, Report, RuleReport, RunStatus,
+    RunSummary, TeamReport, ViolatingWorkload,
 };
 pub use secret::{WebhookUrl, hide};
 pub use slack::{SlackMessage, SlackOptions, SlackPoster, SlackSink, TeamDigest, problems_message};

@@ -1,5 +1,5 @@
-//! Loki lines: the `run`, `summary`, `team_total` and `violation` lines of a report, and the
-//! client that pushes them to `POST {url}/loki/api/v1/push`.
+//! Loki lines: the `run`, `policy_error`, `summary`, `team_total` and `violation` lines of a
+//! report, and the client that pushes them to `POST {url}/loki/api/v1/push`.
 //!
 #![doc = include_str!("../LOKI_CONTRACT.md")]
 
@@ -17,7 +17,7 @@ use crate::http::{HttpClient, HttpOptions, SendError, failure};
 use crate::model::Report;
 use crate::secret::parse_http_url;
 
-/// The `team` label of the `run` line (which belongs to no team).
+/// The `team` label of the `run` and `policy_error` lines (which belong to no team).
 pub const RUN_TEAM: &str = "_run";
 
 /// The push body: `{"streams": [{"stream": {labels}, "values": [["<ns>", "<line>"], …]}]}`.
@@ -89,14 +89,36 @@ impl Sink for LokiSink {
             run_line.extend(fields);
         }
         let total: usize = report.teams.values().map(|t| t.total()).sum();
+        let errors: usize = report.teams.values().map(|t| t.errors()).sum();
         run_line.insert("total".into(), json!(total));
+        run_line.insert("errors".into(), json!(errors));
         push(RUN_TEAM, "run", Value::Object(run_line));
+
+        for error in &report.policy_errors {
+            push(
+                RUN_TEAM,
+                "policy_error",
+                json!({
+                    "type": "policy_error",
+                    "runId": run.run_id,
+                    "rule": error.rule,
+                    "constraint": error.constraint,
+                    "objects": error.objects,
+                    "kind": error.first_object.kind,
+                    "namespace": error.first_object.namespace,
+                    "name": error.first_object.name,
+                    "message": error.message,
+                }),
+            );
+        }
 
         for (team, tr) in &report.teams {
             let mut rules: BTreeMap<&str, usize> = BTreeMap::new();
             for (namespace, ns) in &tr.namespaces {
                 for (rule, rr) in &ns.rules {
-                    *rules.entry(rule).or_default() += rr.count;
+                    if rr.count > 0 {
+                        *rules.entry(rule).or_default() += rr.count;
+                    }
                     push(
                         team,
                         "summary",
@@ -107,6 +129,7 @@ impl Sink for LokiSink {
                             "namespace": namespace,
                             "rule": rule,
                             "count": rr.count,
+                            "errors": rr.errors,
                             "categories": rr.categories,
                         }),
                     );
@@ -137,7 +160,8 @@ impl Sink for LokiSink {
                     "runId": run.run_id,
                     "team": team,
                     "total": tr.total(),
-                    "namespaces": tr.namespaces.len(),
+                    "errors": tr.errors(),
+                    "namespaces": tr.violating_namespaces(),
                     "rules": rules,
                 }),
             );
