@@ -79,3 +79,32 @@ fn mutated_manifests_never_panic() {
     }
     assert!(evaluations > 1000, "only {evaluations} mutations ran");
 }
+
+/// Found by sorting random mixed lists: with 24 items Rust's sort detected the inconsistent
+/// comparison of ints and strings and panicked ("does not correctly implement a total order").
+const MIXED_REGISTRIES: &str = r#"[2,7,"r4","r8",1,"r2","r9","r7","r4","r3","r9",5,"r8",0,3,"r6",7,8,3,"r7",5,"r0","r0","r5"]"#;
+
+#[test]
+fn mixed_types_in_sorted_allowlists_raise_type_error_instead_of_panicking() {
+    let mixed: Value = serde_json::from_str(MIXED_REGISTRIES).expect("JSON");
+    for key in ["trusted_registries", "trusted_dockerhub_orgs"] {
+        let error = JobValidationPolicy::from_policy_document(&json!({ key: mixed.clone() }))
+            .expect_err("Python's sorted() raises on int < str");
+        assert!(
+            error
+                .to_string()
+                .starts_with("TypeError: '<' not supported between instances of "),
+            "{key}: {error}"
+        );
+    }
+    // Sets are sorted for drift and for messages: the same class of input must raise there too.
+    let kinds = json!({"policy": {"allowed_kinds": mixed, "allowed_namespaces": mixed}});
+    let regions = [
+        RegionPolicy::from_response_body("a", &kinds),
+        RegionPolicy::from_response_body("b", &json!({"policy": {"allowed_kinds": ["Job"]}})),
+    ];
+    assert!(admission_core::all_policy_drift(&regions).is_err());
+    let manifest = json!({"kind": "Deployment", "metadata": {"name": "x", "namespace": "x"}});
+    let issues = admission_core::evaluate_manifest(&manifest, regions[0].policy.as_ref().unwrap());
+    assert!(issues.is_err(), "{issues:?}");
+}
