@@ -185,6 +185,87 @@ mod tests {
     }
 
     #[test]
+    fn nesting_past_the_cap_is_refused_before_parsing() {
+        let deep = format!("a: {}1{}\n", "[".repeat(200), "]".repeat(200));
+        let error = parse_document(&deep).unwrap_err();
+        assert_eq!(
+            error,
+            "recursion limit exceeded: YAML nested deeper than 128 levels at line 1"
+        );
+    }
+
+    /// Fuzzing (`arbtest`, a small budget; `ARBTEST_BUDGET_MS` raises it): YAML assembled from
+    /// the pieces that stress a loader — tags, anchors, merges, odd scalars, flow and block
+    /// mixes, control characters — must load or fail, never panic.
+    #[test]
+    fn fuzzed_yaml_never_panics() {
+        const PIECES: &[&str] = &[
+            "kind: Job\n",
+            "metadata:\n",
+            "  name: x\n",
+            "  ",
+            "- ",
+            "[",
+            "]",
+            "{",
+            "}",
+            ": ",
+            ", ",
+            "\n",
+            "&a ",
+            "*a",
+            "!!binary ",
+            "!!float ",
+            "!!int ",
+            "!tag ",
+            ".nan",
+            ".inf",
+            "-.inf",
+            "? ",
+            "---\n",
+            "...\n",
+            "\"",
+            "'",
+            "|\n",
+            ">-\n",
+            "\t",
+            "# c\n",
+            "<<: *a\n",
+            "0x10",
+            "0o7",
+            "1e400",
+            "-0",
+            "~",
+            "null",
+            "yes",
+            "1_000",
+            "\u{0}",
+            "\u{feff}",
+            "\u{1b}",
+            "%YAML 1.2\n",
+            "2001-12-14t21:59:43.10-05:00",
+            "é",
+            "\\x",
+        ];
+        let property = |u: &mut arbitrary::Unstructured<'_>| -> arbitrary::Result<()> {
+            let mut text = String::new();
+            for _ in 0..u.int_in_range(0..=60)? {
+                if u.ratio(1, 8)? {
+                    text.push_str(&u.arbitrary::<String>()?);
+                } else {
+                    text.push_str(u.choose(PIECES)?);
+                }
+            }
+            let _ = parse_document(&text);
+            Ok(())
+        };
+        let test = arbtest::arbtest(property);
+        if std::env::var_os("ARBTEST_BUDGET_MS").is_none() {
+            test.budget_ms(2_000).run();
+        }
+    }
+
+    #[test]
     fn anchors_and_aliases_are_rejected() {
         let error = parse_document("a: &x 1\nb: *x\n").unwrap_err();
         assert!(error.contains("anchors are not allowed"), "{error}");
