@@ -1,6 +1,7 @@
 //! The one place that talks to the network: an HTTPS/1.1 client (hyper + hyper-rustls, rustls
-//! with the `ring` provider) trusting the system roots plus an optional `caFile`, sending one
-//! request and reading its body up to [`MAX_BODY_BYTES`].
+//! with the `ring` provider) trusting the system roots plus an optional `caFile` (read capped at
+//! [`MAX_CA_FILE_BYTES`], regular files only), sending one request and reading its body up to
+//! [`MAX_BODY_BYTES`].
 //!
 //! Redirects are never followed (hyper does not); timeouts are applied by the caller.
 
