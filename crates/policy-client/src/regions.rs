@@ -213,13 +213,7 @@ impl RegionsConfig {
         )?;
         let ca_file = match fields.get("caFile") {
             None => None,
-            Some(value) => {
-                let path = string("caFile", value)?;
-                if path.trim().is_empty() {
-                    return Err(invalid("caFile", "must not be empty"));
-                }
-                Some(base_dir.join(path.trim()))
-            }
+            Some(value) => Some(parse_ca_file(value, base_dir)?),
         };
         Ok(RegionsConfig {
             regions,
@@ -296,6 +290,15 @@ fn validate_endpoint(endpoint: &str) -> Result<String, String> {
         return Err("must not have a query or fragment".to_string());
     }
     Ok(endpoint.to_string())
+}
+
+/// `caFile`: a non-empty path, resolved against the regions file's directory.
+fn parse_ca_file(value: &Yaml, base_dir: &Path) -> Result<PathBuf, RegionsFileError> {
+    let path = string("caFile", value)?.trim();
+    if path.is_empty() {
+        return Err(invalid("caFile", "must not be empty"));
+    }
+    Ok(base_dir.join(path))
 }
 
 /// Whether `name` may name a region: non-empty ASCII letters, digits, `-`, `_` and `.` — what
