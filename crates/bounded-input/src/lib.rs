@@ -42,8 +42,8 @@ use std::path::{Path, PathBuf};
 pub struct ReadError {
     /// The input: a path, or a name such as `stdin` or `<archive>/member.yaml`.
     pub input: PathBuf,
-    /// What went wrong.
-    #[source]
+    /// What went wrong. Shown in the message, and deliberately not a `source()`: a chain
+    /// printed with `{:#}` would repeat it.
     pub kind: ReadErrorKind,
 }
 
@@ -81,9 +81,9 @@ pub enum ReadErrorKind {
     /// The input is not UTF-8 text.
     #[error("is not UTF-8 text")]
     NotUtf8,
-    /// Any other I/O error (permissions, a read error).
+    /// Any other I/O error (permissions, a read error); shown in the message, not as a source.
     #[error("{0}")]
-    Io(#[source] std::io::Error),
+    Io(std::io::Error),
 }
 
 impl ReadErrorKind {
@@ -117,7 +117,17 @@ pub fn format_size(bytes: u64) -> String {
 
 #[cfg(test)]
 mod tests {
-    use super::format_size;
+    use super::*;
+
+    #[test]
+    fn a_chain_prints_the_cause_once() {
+        let error = ReadError::new(
+            "policy.json",
+            ReadErrorKind::Io(std::io::Error::other("permission denied")),
+        );
+        assert!(std::error::Error::source(&error).is_none());
+        assert_eq!(error.to_string(), "policy.json: permission denied");
+    }
 
     #[test]
     fn sizes_read_like_caps() {
