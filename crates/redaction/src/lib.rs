@@ -63,7 +63,7 @@ struct Fragment {
 /// Every secret in use, ready to be removed from texts (see the crate documentation).
 ///
 /// Its `Debug` prints how many fragments it knows, never one of them.
-#[derive(Clone, Default)]
+#[derive(Clone, Default, PartialEq, Eq)]
 pub struct Redactor {
     fragments: Vec<Fragment>,
 }
