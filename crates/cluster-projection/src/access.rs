@@ -250,8 +250,9 @@ impl ClusterSource {
         }
     }
 
-    /// The kube configuration, with connect/read/write timeouts of `timeout` and kube's
-    /// automatic retries turned off (a failure is reported, not hidden).
+    /// The kube configuration, with a connect timeout of `timeout`, read/write timeouts a second
+    /// longer (the reader's deadline of `timeout` reports a stall) and kube's automatic retries
+    /// turned off (a failure is reported, not hidden).
     pub async fn kube_config(&self, timeout: Duration) -> Result<kube::Config, ConfigError> {
         let mut config = match self {
             ClusterSource::InCluster(in_cluster) => in_cluster.kube_config()?,
@@ -269,9 +270,13 @@ impl ClusterSource {
                     })?
             }
         };
+        // The reader's own deadline (the same `timeout`, over the whole exchange) is the one that
+        // reports a hung server; kube's per-read and per-write timeouts are a second behind it,
+        // so the two never race to describe the same stall.
+        let backstop = timeout.saturating_add(Duration::from_secs(1));
         config.connect_timeout = Some(timeout);
-        config.read_timeout = Some(timeout);
-        config.write_timeout = Some(timeout);
+        config.read_timeout = Some(backstop);
+        config.write_timeout = Some(backstop);
         config.default_retry = false;
         Ok(config)
     }

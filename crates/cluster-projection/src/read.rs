@@ -699,6 +699,32 @@ mod tests {
         assert!(message.ends_with('…'), "{message}");
     }
 
+    fn resource() -> Resource {
+        let spec = ReadSpec::for_constraint_kinds(["K8sRequiredLabels"]);
+        resources(&spec).remove(0)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        #[test]
+        fn classifying_any_answer_never_panics(
+            status in 100u16..1000,
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2000),
+            json in "[\\[\\]{}:,\"a-z0-9 ]{0,300}",
+        ) {
+            let status = StatusCode::from_u16(status).unwrap();
+            let mut redactor = redaction::Redactor::new();
+            redactor.add_secret("fake-sa-token-0123456789");
+            for body in [body.as_slice(), json.as_bytes()] {
+                let message = status_message(status, body, &redactor);
+                proptest::prop_assert!(message.chars().count() <= MESSAGE_CHARS + 40);
+                let _ = status_error(&resource(), status, body, &redactor).to_string();
+                let _ = parse_page(&resource(), status, body);
+            }
+        }
+    }
+
     #[test]
     fn resources_follow_the_spec() {
         let mut spec = ReadSpec::for_constraint_kinds(["K8sRequiredLabels"]);

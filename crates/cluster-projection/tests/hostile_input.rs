@@ -12,7 +12,7 @@ use cluster_projection::{
 };
 use test_support::bomb::tar_gz_bomb;
 use test_support::kube_api::{FAKE_TOKEN, FakeApiServer, Fault, Scenario};
-use test_support::slack::EchoStyle;
+use test_support::slack::{EchoStyle, echo_shows as leaks};
 
 fn fake() -> FakeApiServer {
     let basic = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/cluster/basic");
@@ -36,20 +36,6 @@ fn chain(error: &dyn std::error::Error) -> String {
         source = cause.source();
     }
     text
-}
-
-/// Lower-cased, unwrapped, unescaped, so any echo of `secret` shows.
-fn leaks(text: &str, secret: &str) -> bool {
-    let mut loose = text
-        .to_ascii_lowercase()
-        .replace("\\r", "")
-        .replace("\\n", "")
-        .replace("%2d", "-")
-        .replace("%5f", "_");
-    loose.retain(|c| !c.is_whitespace());
-    let encoded = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, secret);
-    loose.contains(&secret.to_ascii_lowercase())
-        || loose.contains(&encoded[..16].to_ascii_lowercase())
 }
 
 #[tokio::test]

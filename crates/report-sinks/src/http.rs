@@ -289,3 +289,74 @@ fn chain(error: &(dyn std::error::Error + 'static)) -> String {
 fn transport(error: &(dyn std::error::Error + 'static), redactor: &Redactor) -> SendError {
     SendError::Transport(redactor.redact(&chain(error)))
 }
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const HOOK: &str = "https://hooks.slack.example/services/T0001ABC/B0002XYZ/sEcReT7919tOkEn";
+
+    fn answer(status: u16, retry_after: &[u8], body: Vec<u8>) -> Answer {
+        let mut headers = HeaderMap::new();
+        if let Ok(value) = HeaderValue::from_bytes(retry_after) {
+            headers.insert(http::header::RETRY_AFTER, value);
+        }
+        Answer {
+            status: StatusCode::from_u16(status).unwrap_or(StatusCode::IM_A_TEAPOT),
+            headers,
+            body: Bytes::from(body),
+        }
+    }
+
+    #[test]
+    fn retry_after_saturates_and_ignores_what_is_no_number() {
+        let of = |value: &[u8]| retry_after_secs(&answer(429, value, Vec::new()).headers);
+        assert_eq!(of(b"7"), Some(7));
+        assert_eq!(of(b" 18446744073709551615 "), Some(u64::MAX));
+        assert_eq!(of(b"18446744073709551616"), Some(u64::MAX));
+        assert_eq!(of(b"-1"), None);
+        assert_eq!(of(b"Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(of(b""), None);
+    }
+
+    #[tokio::test]
+    async fn only_a_prefix_of_an_error_body_is_read_and_none_of_a_success() {
+        let body = Full::new(Bytes::from(vec![b'x'; 1 << 20]));
+        assert_eq!(body_prefix(body, 1024, false).await.unwrap().len(), 1024);
+        let body = Full::new(Bytes::from(vec![b'x'; 1 << 20]));
+        assert!(body_prefix(body, 1024, true).await.unwrap().is_empty());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn classifying_any_answer_never_panics_or_leaks(
+            status in 100u16..1000,
+            retry_after in proptest::collection::vec(any::<u8>(), 0..30),
+            before in proptest::collection::vec(any::<u8>(), 0..400),
+            after in proptest::collection::vec(any::<u8>(), 0..400),
+            echo in 0usize..4,
+        ) {
+            let echoed = match echo {
+                0 => String::new(),
+                1 => HOOK.to_string(),
+                2 => HOOK.replace('/', "\\/").to_ascii_uppercase(),
+                _ => HOOK.replace('/', "%2F"),
+            };
+            let mut body = before;
+            body.extend_from_slice(echoed.as_bytes());
+            body.extend_from_slice(&after);
+            let answer = answer(status, &retry_after, body);
+            let _ = retry_after_secs(&answer.headers);
+            let error = failure(&answer, &[HOOK]);
+            let text = error.to_string();
+            prop_assert!(!text.to_ascii_lowercase().contains("secret7919token"), "{}", text);
+            if let SendError::Status { body, .. } = &error {
+                prop_assert!(body.chars().count() <= BODY_SNIPPET_CHARS + 1);
+            }
+        }
+    }
+}

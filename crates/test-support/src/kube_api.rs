@@ -31,7 +31,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::server::{RecordedRequest, Reply, TestServer, respond, respond_json};
-use crate::slack::EchoStyle;
+use crate::slack::{EchoStyle, percent_decoded};
 use crate::tls::TestCa;
 
 /// The bearer token the fake accepts.
@@ -358,7 +358,7 @@ async fn answer(state: &Mutex<State>, request: RecordedRequest) -> Reply {
     };
     let continued = request
         .query_param("continue")
-        .map(|t| percent_decode(&t))
+        .map(|t| percent_decoded(&t.replace('+', " ")))
         .filter(|t| !t.is_empty());
     match fault {
         Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
@@ -465,38 +465,6 @@ fn parse_token(token: &str) -> Option<(usize, u64)> {
     let rest = token.strip_prefix("o=")?.strip_suffix('+')?;
     let (offset, rv) = rest.split_once("&rv=")?;
     Some((offset.parse().ok()?, rv.parse().ok()?))
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
-                match u8::from_str_radix(hex, 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 3;
-                    }
-                    Err(_) => {
-                        out.push(b'%');
-                        i += 1;
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn gone() -> Reply {

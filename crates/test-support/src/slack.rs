@@ -128,6 +128,44 @@ impl EchoStyle {
     }
 }
 
+/// Whether `secret` shows in `text` in any form [`EchoStyle`] produces: the text is compared
+/// lower-cased, with whitespace and JSON's `\r`/`\n` escapes removed, `\/` unescaped and
+/// percent-escapes decoded; the base64 form is looked for by its first 16 characters.
+pub fn echo_shows(text: &str, secret: &str) -> bool {
+    let mut unwrapped = text
+        .replace("\\r", "")
+        .replace("\\n", "")
+        .replace("\\/", "/");
+    unwrapped.retain(|c| !c.is_whitespace());
+    let loose = percent_decoded(&unwrapped).to_lowercase();
+    let encoded = base64::Engine::encode(&base64::engine::general_purpose::STANDARD, secret);
+    let prefix: String = encoded.chars().take(16).collect();
+    loose.contains(&secret.to_lowercase()) || loose.contains(&prefix.to_lowercase())
+}
+
+/// `text` with `%XX` escapes decoded (a `%` not followed by two hex digits stays).
+pub(crate) fn percent_decoded(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok());
+        match hex.and_then(|h| u8::from_str_radix(h, 16).ok()) {
+            Some(byte) if bytes[i] == b'%' => {
+                out.push(byte);
+                i += 3;
+            }
+            _ => {
+                out.push(bytes[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
 /// A per-key queue of replies: each request takes the front; the last reply repeats.
 #[derive(Debug, Default)]
 pub(crate) struct Script {

@@ -25,6 +25,14 @@ pub fn save_snapshot(state: &ClusterState, file: &Path) -> Result<(), SnapshotEr
         .suffix(".tmp")
         .tempfile_in(dir)
         .map_err(io("creating a file in", dir))?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let readable = std::fs::Permissions::from_mode(0o644);
+        temp.as_file()
+            .set_permissions(readable)
+            .map_err(io("creating", temp.path()))?;
+    }
     let out = temp.reopen().map_err(io("creating", temp.path()))?;
     let encoder = GzEncoder::new(std::io::BufWriter::new(out), Compression::default());
     let mut builder = tar::Builder::new(encoder);
