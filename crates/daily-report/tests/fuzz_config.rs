@@ -8,6 +8,7 @@
 use std::collections::BTreeMap;
 
 use daily_report::config::{Config, Settings};
+use daily_report::count::FindingKind;
 use daily_report::{Collected, Delivery, EngineChoice, Finding, RunContext, execute};
 use jiff::Timestamp;
 use proptest::prelude::*;
@@ -193,8 +194,18 @@ impl Delivery for Accept {
 fn findings(config: &Config) -> Vec<Finding> {
     let mut out = Vec::new();
     for (i, kind) in config.constraint_kinds.iter().enumerate() {
-        for ns in ["web-a", "kube-system", "payments-dev", "other"] {
+        for (j, ns) in ["web-a", "kube-system", "payments-dev", "other"]
+            .into_iter()
+            .enumerate()
+        {
+            // Every other finding is a policy error, so both kinds go through counting.
+            let kind_of_finding = if (i + j) % 2 == 0 {
+                FindingKind::Violation
+            } else {
+                FindingKind::PolicyError
+            };
             out.push(Finding {
+                kind: kind_of_finding,
                 constraint_kind: kind.clone(),
                 constraint_name: format!("c{i}"),
                 object_kind: "Deployment".into(),
