@@ -181,6 +181,13 @@ impl Checker<'_> {
     fn check_call(&self, id: u64, call: &CallExpr, bound: &mut Vec<String>) -> Result<(), Problem> {
         let (name, style) = self.call_name(call, bound);
         let arity = call.args.len();
+        // Before the arguments: a two-variable comprehension's variables are not declared.
+        if let Some((_, _, _, what)) = NOT_PROVIDED
+            .iter()
+            .find(|(n, s, counts, _)| *n == name && *s == style && counts.contains(&arity))
+        {
+            return Err(Problem::Unsupported((*what).to_owned()));
+        }
         if style == Style::Member
             && let Some(target) = &call.target
         {
@@ -191,12 +198,6 @@ impl Checker<'_> {
         }
         if env::is_operator(&name) || name.starts_with('@') {
             return Ok(());
-        }
-        if let Some((_, _, _, what)) = NOT_PROVIDED
-            .iter()
-            .find(|(n, s, counts, _)| *n == name && *s == style && counts.contains(&arity))
-        {
-            return Err(Problem::Unsupported((*what).to_owned()));
         }
         let provided = PROVIDED.iter().any(|(n, s, counts)| *n == name && *s == style && counts.contains(&arity));
         if !provided {

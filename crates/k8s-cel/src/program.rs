@@ -135,6 +135,7 @@ pub struct CelProgram {
     validations: Vec<CompiledValidation>,
     failure_policy: FailurePolicy,
     ignored_keys: Vec<String>,
+    cost_budget: u64,
 }
 
 impl std::fmt::Debug for CelProgram {
@@ -246,7 +247,14 @@ impl CelProgram {
             validations,
             failure_policy: source.failure_policy,
             ignored_keys: source.ignored_keys,
+            cost_budget: COST_BUDGET,
         })
+    }
+
+    /// The same program with another cost budget per evaluation ([`COST_BUDGET`] by default).
+    pub fn with_cost_budget(mut self, budget: u64) -> CelProgram {
+        self.cost_budget = budget;
+        self
     }
 
     /// Source keys Gatekeeper ignores (e.g. `matchConditions`, plural), for a warning.
@@ -279,7 +287,7 @@ impl CelProgram {
     /// budget runs out. With `failurePolicy: Ignore`, errors are dropped, as Gatekeeper drops
     /// them.
     pub fn evaluate_prepared(&self, bindings: &PreparedBindings) -> Vec<Decision> {
-        let meter = Meter::start(COST_BUDGET);
+        let meter = Meter::start(self.cost_budget);
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.decide(bindings)));
         let decisions = match run {
             Ok(_) if meter.exhausted() => vec![Decision::Error(EvalError::OutOfBudget)],
