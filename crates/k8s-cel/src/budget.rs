@@ -82,12 +82,15 @@ fn size_of(val: &dyn Val) -> usize {
     if let Some(b) = val.downcast_ref::<CelBytes>() {
         return b.inner().len();
     }
-    val.as_sizer()
-        .map_or(0, |s| usize::try_from(*s.size().inner()).unwrap_or(usize::MAX))
+    val.as_sizer().map_or(0, |s| {
+        usize::try_from(*s.size().inner()).unwrap_or(usize::MAX)
+    })
 }
 
 fn cost<'b, 'v>(mut args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
-    let value = args.pop().ok_or_else(ExecutionError::missing_argument_or_target)?;
+    let value = args
+        .pop()
+        .ok_or_else(ExecutionError::missing_argument_or_target)?;
     let size = size_of(value.as_ref());
     if size > MAX_VALUE_BYTES {
         return Err(ExecutionError::function_error(
@@ -100,7 +103,9 @@ fn cost<'b, 'v>(mut args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
 }
 
 fn tick<'b, 'v>(mut args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
-    let value = args.pop().ok_or_else(ExecutionError::missing_argument_or_target)?;
+    let value = args
+        .pop()
+        .ok_or_else(ExecutionError::missing_argument_or_target)?;
     charge(TICK, 1)?;
     Ok(value)
 }
@@ -136,7 +141,11 @@ fn builds_nothing(function: &str) -> bool {
 fn wrap(function: &str, expr: IdedExpr) -> IdedExpr {
     IdedExpr {
         id: expr.id,
-        expr: Expr::Call(CallExpr { func_name: function.to_owned(), target: None, args: vec![expr] }),
+        expr: Expr::Call(CallExpr {
+            func_name: function.to_owned(),
+            target: None,
+            args: vec![expr],
+        }),
     }
 }
 
@@ -153,44 +162,186 @@ pub(crate) fn instrument(expr: IdedExpr) -> IdedExpr {
                 target: call.target.map(|t| Box::new(instrument(*t))),
                 args: call.args.into_iter().map(instrument).collect(),
             };
-            let inner = IdedExpr { id, expr: Expr::Call(call) };
-            if wrap_it && !function.starts_with('@') { wrap(COST, inner) } else { inner }
+            let inner = IdedExpr {
+                id,
+                expr: Expr::Call(call),
+            };
+            if wrap_it && !function.starts_with('@') {
+                wrap(COST, inner)
+            } else {
+                inner
+            }
         }
         Expr::Comprehension(c) => {
             let c = *c;
+            let cond_is_literal = matches!(c.loop_cond.expr, Expr::Literal(_));
+            let loop_cond = instrument(c.loop_cond);
+            // A computed condition runs once per iteration: the tick goes there. A literal one
+            // must stay literal (cel-rust recognises `map`/`filter` steps by it).
+            let loop_cond = if cond_is_literal {
+                loop_cond
+            } else {
+                wrap(TICK, loop_cond)
+            };
+            let loop_step = instrument_step(c.loop_step, &c.accu_var, !cond_is_literal);
             let comprehension = ComprehensionExpr {
                 iter_range: instrument(c.iter_range),
                 iter_var: c.iter_var,
                 iter_var2: c.iter_var2,
                 accu_var: c.accu_var,
                 accu_init: instrument(c.accu_init),
-                loop_cond: instrument(c.loop_cond),
-                loop_step: wrap(TICK, instrument(c.loop_step)),
+                loop_cond,
+                loop_step,
                 result: instrument(c.result),
             };
-            IdedExpr { id, expr: Expr::Comprehension(Box::new(comprehension)) }
+            IdedExpr {
+                id,
+                expr: Expr::Comprehension(Box::new(comprehension)),
+            }
         }
         Expr::Select(mut select) => {
             select.operand = Box::new(instrument(*select.operand));
-            IdedExpr { id, expr: Expr::Select(select) }
+            IdedExpr {
+                id,
+                expr: Expr::Select(select),
+            }
         }
         Expr::List(mut list) => {
             list.elements = list.elements.into_iter().map(instrument).collect();
-            IdedExpr { id, expr: Expr::List(list) }
+            IdedExpr {
+                id,
+                expr: Expr::List(list),
+            }
         }
         Expr::Map(mut map) => {
             for entry in &mut map.entries {
                 instrument_entry(&mut entry.expr);
             }
-            IdedExpr { id, expr: Expr::Map(map) }
+            IdedExpr {
+                id,
+                expr: Expr::Map(map),
+            }
         }
         Expr::Struct(mut s) => {
             for entry in &mut s.entries {
                 instrument_entry(&mut entry.expr);
             }
-            IdedExpr { id, expr: Expr::Struct(s) }
+            IdedExpr {
+                id,
+                expr: Expr::Struct(s),
+            }
         }
         other => IdedExpr { id, expr: other },
+    }
+}
+
+/// Whether `expr` is the accumulator variable `accu`.
+fn is_accu(expr: &IdedExpr, accu: &str) -> bool {
+    matches!(&expr.expr, Expr::Ident(name) if name == accu)
+}
+
+/// A comprehension step, instrumented without changing its shape: cel-rust recognises
+/// `accu && p` / `accu || p` (to absorb errors as CEL requires), and `accu + [x]` and
+/// `g ? accu + [x] : accu` (to append in place). The tick goes on `p`, `x` or `g` unless the
+/// condition already ticks.
+fn instrument_step(step: IdedExpr, accu: &str, ticked: bool) -> IdedExpr {
+    let tick = |e: IdedExpr| {
+        if ticked {
+            instrument(e)
+        } else {
+            wrap(TICK, instrument(e))
+        }
+    };
+    let IdedExpr { id, expr } = step;
+    let Expr::Call(mut call) = expr else {
+        let step = IdedExpr { id, expr };
+        return if ticked {
+            instrument(step)
+        } else {
+            wrap(TICK, instrument(step))
+        };
+    };
+    let name = call.func_name.as_str();
+    let folds = matches!(name, operators::LOGICAL_AND | operators::LOGICAL_OR)
+        && call.target.is_none()
+        && call.args.len() == 2
+        && is_accu(&call.args[0], accu);
+    let guarded =
+        name == operators::CONDITIONAL && call.args.len() == 3 && is_accu(&call.args[2], accu);
+    if folds {
+        let predicate = call.args.pop().unwrap_or_default();
+        call.args.push(tick(predicate));
+    } else if guarded {
+        let guard = std::mem::take(&mut call.args[0]);
+        call.args[0] = tick(guard);
+        let step = std::mem::take(&mut call.args[1]);
+        call.args[1] = instrument_append(step, accu, true);
+    } else if appends(&call, accu) {
+        return instrument_append(
+            IdedExpr {
+                id,
+                expr: Expr::Call(call),
+            },
+            accu,
+            ticked,
+        );
+    } else {
+        let step = IdedExpr {
+            id,
+            expr: Expr::Call(call),
+        };
+        return if ticked {
+            instrument(step)
+        } else {
+            wrap(TICK, instrument(step))
+        };
+    }
+    IdedExpr {
+        id,
+        expr: Expr::Call(call),
+    }
+}
+
+/// Whether `call` is `accu + [...]`.
+fn appends(call: &CallExpr, accu: &str) -> bool {
+    call.func_name == operators::ADD
+        && call.target.is_none()
+        && matches!(call.args.as_slice(), [lhs, rhs] if is_accu(lhs, accu) && matches!(rhs.expr, Expr::List(_)))
+}
+
+/// `accu + [x]` with `x` instrumented (and ticked unless `ticked`), the `+` left bare; any other
+/// expression instrumented as usual.
+fn instrument_append(expr: IdedExpr, accu: &str, ticked: bool) -> IdedExpr {
+    let IdedExpr { id, expr } = expr;
+    match expr {
+        Expr::Call(mut call) if appends(&call, accu) => {
+            if let Some(IdedExpr {
+                id: list_id,
+                expr: Expr::List(mut list),
+            }) = call.args.pop()
+            {
+                list.elements = list
+                    .elements
+                    .into_iter()
+                    .map(|e| {
+                        if ticked {
+                            instrument(e)
+                        } else {
+                            wrap(TICK, instrument(e))
+                        }
+                    })
+                    .collect();
+                call.args.push(IdedExpr {
+                    id: list_id,
+                    expr: Expr::List(list),
+                });
+            }
+            IdedExpr {
+                id,
+                expr: Expr::Call(call),
+            }
+        }
+        other => instrument(IdedExpr { id, expr: other }),
     }
 }
 

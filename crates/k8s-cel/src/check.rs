@@ -47,7 +47,16 @@ pub(crate) struct Scope<'a> {
 
 /// Type names an expression may use as values (`type(x) == map`).
 const TYPE_NAMES: &[&str] = &[
-    "bool", "bytes", "double", "int", "list", "map", "null_type", "string", "type", "uint",
+    "bool",
+    "bytes",
+    "double",
+    "int",
+    "list",
+    "map",
+    "null_type",
+    "string",
+    "type",
+    "uint",
 ];
 
 /// A compiled, instrumented expression and its static type.
@@ -57,24 +66,45 @@ pub(crate) struct Checked {
 }
 
 /// Compiles `source` in `scope`; when `want_bool`, a known non-boolean type is an error.
-pub(crate) fn compile(env: &Env, source: &str, scope: &Scope<'_>, want_bool: bool) -> Result<Checked, Problem> {
-    let program = env
-        .compile(source)
-        .map_err(|e| Problem::Compilation(format!("compilation failed: {}", cel_go_errors(&e.to_string()))))?;
-    let checker = Checker { source, program: &program, scope };
+pub(crate) fn compile(
+    env: &Env,
+    source: &str,
+    scope: &Scope<'_>,
+    want_bool: bool,
+) -> Result<Checked, Problem> {
+    let program = env.compile(source).map_err(|e| {
+        Problem::Compilation(format!(
+            "compilation failed: {}",
+            cel_go_errors(&e.to_string())
+        ))
+    })?;
+    let checker = Checker {
+        source,
+        program: &program,
+        scope,
+    };
     let mut bound = Vec::new();
     checker.walk(program.expression(), &mut bound)?;
     let static_type = checker.type_of(program.expression());
     if want_bool {
         match &static_type {
             StaticType::Named(name) => {
-                return Err(Problem::Compilation(format!("must evaluate to bool but got {name}")));
+                return Err(Problem::Compilation(format!(
+                    "must evaluate to bool but got {name}"
+                )));
             }
-            StaticType::Dyn => return Err(Problem::Compilation("must evaluate to bool but got dyn".to_owned())),
+            StaticType::Dyn => {
+                return Err(Problem::Compilation(
+                    "must evaluate to bool but got dyn".to_owned(),
+                ));
+            }
             StaticType::Bool | StaticType::Unknown => {}
         }
     }
-    Ok(Checked { expr: crate::budget::instrument(program.expression().clone()), static_type })
+    Ok(Checked {
+        expr: crate::budget::instrument(program.expression().clone()),
+        static_type,
+    })
 }
 
 /// cel-rust's parse errors in cel-go's layout (a space before each snippet bar).
@@ -91,7 +121,11 @@ struct Checker<'a> {
 impl Checker<'_> {
     /// A cel-go compile error at the node `id`.
     fn error(&self, id: u64, message: &str) -> Problem {
-        let start = self.program.source_info().offset_for(id).map_or(0, |(start, _)| start as usize);
+        let start = self
+            .program
+            .source_info()
+            .offset_for(id)
+            .map_or(0, |(start, _)| start as usize);
         let before: String = self.source.chars().take(start).collect();
         let line = before.matches('\n').count() + 1;
         let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
@@ -123,7 +157,13 @@ impl Checker<'_> {
                 }
                 EntryExpr::StructField(f) => self.walk(&f.value, bound),
             }),
-            Expr::Struct(s) => Err(self.error(node.id, &format!("undeclared reference to '{}' (in container '')", s.type_name))),
+            Expr::Struct(s) => Err(self.error(
+                node.id,
+                &format!(
+                    "undeclared reference to '{}' (in container '')",
+                    s.type_name
+                ),
+            )),
             Expr::Comprehension(c) => {
                 self.walk(&c.iter_range, bound)?;
                 self.walk(&c.accu_init, bound)?;
@@ -149,12 +189,17 @@ impl Checker<'_> {
         if known {
             Ok(())
         } else {
-            Err(self.error(id, &format!("undeclared reference to '{name}' (in container '')")))
+            Err(self.error(
+                id,
+                &format!("undeclared reference to '{name}' (in container '')"),
+            ))
         }
     }
 
     fn check_variable(&self, id: u64, field: &str) -> Result<(), Problem> {
-        if self.scope.roots.contains(&"variables") && self.scope.variables.iter().any(|(n, _)| n == field) {
+        if self.scope.roots.contains(&"variables")
+            && self.scope.variables.iter().any(|(n, _)| n == field)
+        {
             Ok(())
         } else if !self.scope.roots.contains(&"variables") {
             Err(self.error(id, "undeclared reference to 'variables' (in container '')"))
@@ -199,9 +244,13 @@ impl Checker<'_> {
         if env::is_operator(&name) || name.starts_with('@') {
             return Ok(());
         }
-        let provided = PROVIDED.iter().any(|(n, s, counts)| *n == name && *s == style && counts.contains(&arity));
+        let provided = PROVIDED
+            .iter()
+            .any(|(n, s, counts)| *n == name && *s == style && counts.contains(&arity));
         if !provided {
-            let shown = if style == Style::Member { format!("found no matching overload for '{name}'") } else {
+            let shown = if style == Style::Member {
+                format!("found no matching overload for '{name}'")
+            } else {
                 format!("undeclared reference to '{name}' (in container '')")
             };
             return Err(self.error(id, &shown));
@@ -221,7 +270,9 @@ impl Checker<'_> {
         match crate::library::regex::compile(text.inner()) {
             Ok(_) => Ok(()),
             Err(_) if name == "matches" => Err(self.error(pattern.id, "invalid matches argument")),
-            Err(e) => Err(Problem::Compilation(format!("program instantiation failed: error parsing regexp: {e}"))),
+            Err(e) => Err(Problem::Compilation(format!(
+                "program instantiation failed: error parsing regexp: {e}"
+            ))),
         }
     }
 
@@ -235,7 +286,9 @@ impl Checker<'_> {
             Expr::Literal(LiteralValue::String(_)) => StaticType::Named("string"),
             Expr::Literal(LiteralValue::Bytes(_)) => StaticType::Named("bytes"),
             Expr::Literal(LiteralValue::Null) => StaticType::Named("null_type"),
-            Expr::Ident(name) if ["object", "oldObject", "params"].contains(&name.as_str()) => StaticType::Dyn,
+            Expr::Ident(name) if ["object", "oldObject", "params"].contains(&name.as_str()) => {
+                StaticType::Dyn
+            }
             Expr::Select(select) if select.test => StaticType::Bool,
             Expr::Select(select) => match &select.operand.expr {
                 Expr::Ident(root) if root == "variables" => self
@@ -265,12 +318,38 @@ impl Checker<'_> {
 /// The result type of a call whose type does not depend on its arguments.
 fn call_type(call: &CallExpr) -> StaticType {
     const BOOLEAN: &[&str] = &[
-        operators::LOGICAL_AND, operators::LOGICAL_OR, operators::LOGICAL_NOT, operators::EQUALS,
-        operators::NOT_EQUALS, operators::LESS, operators::LESS_EQUALS, operators::GREATER,
-        operators::GREATER_EQUALS, operators::IN, operators::NOT_STRICTLY_FALSE, "matches", "startsWith",
-        "endsWith", "contains", "isSorted", "isQuantity", "isURL", "isIP", "isCIDR", "isCanonical", "hasValue",
-        "isInteger", "isGreaterThan", "isLessThan", "containsIP", "containsCIDR", "isUnspecified", "isLoopback",
-        "isLinkLocalMulticast", "isLinkLocalUnicast", "isGlobalUnicast",
+        operators::LOGICAL_AND,
+        operators::LOGICAL_OR,
+        operators::LOGICAL_NOT,
+        operators::EQUALS,
+        operators::NOT_EQUALS,
+        operators::LESS,
+        operators::LESS_EQUALS,
+        operators::GREATER,
+        operators::GREATER_EQUALS,
+        operators::IN,
+        operators::NOT_STRICTLY_FALSE,
+        "matches",
+        "startsWith",
+        "endsWith",
+        "contains",
+        "isSorted",
+        "isQuantity",
+        "isURL",
+        "isIP",
+        "isCIDR",
+        "isCanonical",
+        "hasValue",
+        "isInteger",
+        "isGreaterThan",
+        "isLessThan",
+        "containsIP",
+        "containsCIDR",
+        "isUnspecified",
+        "isLoopback",
+        "isLinkLocalMulticast",
+        "isLinkLocalUnicast",
+        "isGlobalUnicast",
     ];
     let name = call.func_name.as_str();
     if BOOLEAN.contains(&name) {
@@ -280,11 +359,12 @@ fn call_type(call: &CallExpr) -> StaticType {
         "quantity" if call.target.is_none() => StaticType::Named("kubernetes.Quantity"),
         "url" if call.target.is_none() => StaticType::Named("kubernetes.URL"),
         "cidr" if call.target.is_none() => StaticType::Named("net.CIDR"),
-        "size" | "sign" | "indexOf" | "lastIndexOf" | "compareTo" | "asInteger" | "family" | "prefixLength" => {
-            StaticType::Named("int")
+        "size" | "sign" | "indexOf" | "lastIndexOf" | "compareTo" | "asInteger" | "family"
+        | "prefixLength" => StaticType::Named("int"),
+        "string" | "lowerAscii" | "upperAscii" | "trim" | "charAt" | "substring" | "find"
+        | "getScheme" | "getHost" | "getHostname" | "getPort" | "getEscapedPath" => {
+            StaticType::Named("string")
         }
-        "string" | "lowerAscii" | "upperAscii" | "trim" | "charAt" | "substring" | "find" | "getScheme"
-        | "getHost" | "getHostname" | "getPort" | "getEscapedPath" => StaticType::Named("string"),
         _ => StaticType::Unknown,
     }
 }

@@ -47,7 +47,9 @@ pub enum EvalError {
     #[error("{0}")]
     Aggregate(String),
     /// The evaluation spent its whole cost budget.
-    #[error("validation failed due to running out of cost budget, no further validation rules will be run")]
+    #[error(
+        "validation failed due to running out of cost budget, no further validation rules will be run"
+    )]
     OutOfBudget,
     /// A binding (`object`, `params`, …) nests deeper than the crate accepts.
     #[error("{binding} nests deeper than {max} levels")]

@@ -7,7 +7,7 @@
 //! `namespaceObject`, `variables.anyObject`, `variables.params`, and `params` in variables), the
 //! message and failure-policy rules. **Not for:** matching (`spec.match` is the engine's job, as
 //! it is gator's), reading files or clusters (the crate is pure: no I/O), or ValidatingAdmission
-//! Policy objects themselves. `docs/cel-semantics.md` records the reference behaviour.
+//! Policy objects themselves. The crate's `docs/cel-semantics.md` records the reference behaviour.
 //!
 //! CEL itself is cel-rust (the `cel` crate); the Kubernetes libraries are in `library`
 //! (lists, regex, quantity, URLs, IP/CIDR, format, sets), cel-rust's strings and lists
@@ -51,8 +51,8 @@ mod value;
 pub use budget::{COST_BUDGET, MAX_VALUE_BYTES};
 pub use error::{CompileError, EvalError};
 pub use program::{
-    Bindings, CelProgram, CelViolation, DEFAULT_REASON, Decision, MAX_EXPRESSION_BYTES, MAX_EXPRESSION_NESTING,
-    MAX_MESSAGE_BYTES, PreparedBindings,
+    Bindings, CelProgram, CelViolation, DEFAULT_REASON, Decision, MAX_EXPRESSION_BYTES,
+    MAX_EXPRESSION_NESTING, MAX_MESSAGE_BYTES, PreparedBindings,
 };
 pub use source::{FailurePolicy, Named, Source, Validation};
 pub use value::MAX_DEPTH;

@@ -29,9 +29,22 @@ pub const MAX_EXPRESSION_NESTING: usize = 64;
 pub const DEFAULT_REASON: &str = "Invalid";
 
 /// Bindings every expression sees.
-const ROOTS: &[&str] = &["object", "oldObject", "request", "namespaceObject", "variables"];
+const ROOTS: &[&str] = &[
+    "object",
+    "oldObject",
+    "request",
+    "namespaceObject",
+    "variables",
+];
 /// Bindings a variable's expression sees: the roots and the Constraint as `params`.
-const VARIABLE_ROOTS: &[&str] = &["object", "oldObject", "request", "namespaceObject", "variables", "params"];
+const VARIABLE_ROOTS: &[&str] = &[
+    "object",
+    "oldObject",
+    "request",
+    "namespaceObject",
+    "variables",
+    "params",
+];
 /// The variables Gatekeeper declares before the template's own.
 const BUILT_IN_VARIABLES: [&str; 2] = ["anyObject", "params"];
 
@@ -70,13 +83,19 @@ impl PreparedBindings {
     /// Converts `bindings`; fails when one nests deeper than [`MAX_DEPTH`].
     pub fn new(bindings: &Bindings<'_>) -> Result<PreparedBindings, EvalError> {
         let convert = |json: Option<&Json>, binding: &'static str| {
-            value::from_json(json.unwrap_or(&Json::Null)).ok_or(EvalError::TooDeep { binding, max: MAX_DEPTH })
+            value::from_json(json.unwrap_or(&Json::Null)).ok_or(EvalError::TooDeep {
+                binding,
+                max: MAX_DEPTH,
+            })
         };
         let parameters = bindings
             .params
             .and_then(|p| p.get("spec"))
             .and_then(|spec| spec.get("parameters"));
-        let operation = bindings.request.and_then(|r| r.get("operation")).and_then(Json::as_str);
+        let operation = bindings
+            .request
+            .and_then(|r| r.get("operation"))
+            .and_then(Json::as_str);
         let object_is_null = bindings.object.is_none_or(Json::is_null);
         Ok(PreparedBindings {
             object: convert(bindings.object, "object")?,
@@ -160,11 +179,24 @@ fn compile_one(
 ) -> Result<(Compiled, StaticType), CompileError> {
     let checked = bounded(source).and_then(|()| check::compile(env, source, scope, want_bool));
     match checked {
-        Ok(c) => Ok((Compiled { source: source.to_owned(), expr: Ok(c.expr) }, c.static_type)),
-        Err(Problem::Unsupported(feature)) => Err(CompileError::Unsupported { place: place.to_owned(), feature }),
-        Err(Problem::Compilation(detail)) => {
-            Ok((Compiled { source: source.to_owned(), expr: Err(detail) }, StaticType::Unknown))
-        }
+        Ok(c) => Ok((
+            Compiled {
+                source: source.to_owned(),
+                expr: Ok(c.expr),
+            },
+            c.static_type,
+        )),
+        Err(Problem::Unsupported(feature)) => Err(CompileError::Unsupported {
+            place: place.to_owned(),
+            feature,
+        }),
+        Err(Problem::Compilation(detail)) => Ok((
+            Compiled {
+                source: source.to_owned(),
+                expr: Err(detail),
+            },
+            StaticType::Unknown,
+        )),
     }
 }
 
@@ -200,19 +232,29 @@ impl CelProgram {
     /// and so does [`CelProgram::evaluate`].
     pub fn compile(source: &Json) -> Result<CelProgram, CompileError> {
         let source = Source::parse(source)?;
-        let env = crate::env::shared()
-            .ok_or_else(|| CompileError::Source("the CEL environment could not be built".to_owned()))?;
-        let mut declared: Vec<(String, StaticType)> =
-            BUILT_IN_VARIABLES.iter().map(|n| ((*n).to_owned(), StaticType::Dyn)).collect();
+        let env = crate::env::shared().ok_or_else(|| {
+            CompileError::Source("the CEL environment could not be built".to_owned())
+        })?;
+        let mut declared: Vec<(String, StaticType)> = BUILT_IN_VARIABLES
+            .iter()
+            .map(|n| ((*n).to_owned(), StaticType::Dyn))
+            .collect();
         let mut variables = Vec::new();
         for (i, variable) in source.variables.iter().enumerate() {
-            let scope = Scope { roots: VARIABLE_ROOTS, variables: &declared };
+            let scope = Scope {
+                roots: VARIABLE_ROOTS,
+                variables: &declared,
+            };
             let place = format!("variables[{i}] ({})", variable.name);
-            let (compiled, static_type) = compile_one(&env, &variable.expression, &scope, false, &place)?;
+            let (compiled, static_type) =
+                compile_one(&env, &variable.expression, &scope, false, &place)?;
             variables.push(compiled);
             declared.push((variable.name.clone(), static_type));
         }
-        let scope = Scope { roots: ROOTS, variables: &declared };
+        let scope = Scope {
+            roots: ROOTS,
+            variables: &declared,
+        };
         let match_conditions = source
             .match_conditions
             .iter()
@@ -236,7 +278,10 @@ impl CelProgram {
                 expression,
                 message: v.message.clone(),
                 message_expression,
-                reason: v.reason.clone().unwrap_or_else(|| DEFAULT_REASON.to_owned()),
+                reason: v
+                    .reason
+                    .clone()
+                    .unwrap_or_else(|| DEFAULT_REASON.to_owned()),
             });
         }
         Ok(CelProgram {
@@ -265,12 +310,20 @@ impl CelProgram {
     /// The compile errors Gatekeeper would report when the expressions are evaluated, as
     /// `(expression, error)`.
     pub fn compile_errors(&self) -> Vec<(&str, &str)> {
-        let validations = self.validations.iter().flat_map(|v| std::iter::once(&v.expression).chain(&v.message_expression));
+        let validations = self
+            .validations
+            .iter()
+            .flat_map(|v| std::iter::once(&v.expression).chain(&v.message_expression));
         self.variables
             .iter()
             .chain(&self.match_conditions)
             .chain(validations)
-            .filter_map(|c| c.expr.as_ref().err().map(|e| (c.source.as_str(), e.as_str())))
+            .filter_map(|c| {
+                c.expr
+                    .as_ref()
+                    .err()
+                    .map(|e| (c.source.as_str(), e.as_str()))
+            })
             .collect()
     }
 
@@ -297,7 +350,10 @@ impl CelProgram {
         drop(meter);
         match self.failure_policy {
             FailurePolicy::Fail => decisions,
-            FailurePolicy::Ignore => decisions.into_iter().filter(|d| matches!(d, Decision::Violation(_))).collect(),
+            FailurePolicy::Ignore => decisions
+                .into_iter()
+                .filter(|d| matches!(d, Decision::Violation(_)))
+                .collect(),
         }
     }
 
@@ -312,9 +368,11 @@ impl CelProgram {
         let resolver = Resolver::new(self, bindings);
         let mut errors = Vec::new();
         for condition in &self.match_conditions {
-            match resolver.run(condition) {
-                Ok(v) if v.downcast_ref::<CelBool>().is_some_and(|b| !*b.inner()) => return Vec::new(),
-                Ok(_) => {}
+            match resolver.run(condition, |v| {
+                v.downcast_ref::<CelBool>().is_some_and(|b| !*b.inner())
+            }) {
+                Ok(true) => return Vec::new(),
+                Ok(false) => {}
                 Err(e) => errors.push(e),
             }
         }
@@ -341,10 +399,8 @@ fn aggregate(mut errors: Vec<EvalError>) -> EvalError {
 pub(crate) fn error_text(error: &ExecutionError) -> String {
     match error {
         ExecutionError::NoSuchKey(key) => format!("no such key: {key}"),
-        ExecutionError::IndexOutOfBounds(index) => match Value::try_from(index.clone()) {
-            Ok(Value::Int(i)) => format!("index out of bounds: {i}"),
-            _ => format!("index out of bounds: {index:?}"),
-        },
+        ExecutionError::IndexOutOfBounds(Value::Int(i)) => format!("index out of bounds: {i}"),
+        ExecutionError::IndexOutOfBounds(index) => format!("index out of bounds: {index:?}"),
         ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
         ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
         ExecutionError::Overflow(..) => "integer overflow".to_owned(),
@@ -365,38 +421,55 @@ struct Resolver<'a> {
 impl<'a> Resolver<'a> {
     fn new(program: &'a CelProgram, bindings: &'a PreparedBindings) -> Resolver<'a> {
         let slots = program.variables.iter().map(|_| OnceLock::new()).collect();
-        Resolver { program, bindings, slots }
+        Resolver {
+            program,
+            bindings,
+            slots,
+        }
     }
 
-    /// Runs a compiled expression; the error is the text Kubernetes' activation gives.
-    fn run<'s>(&'s self, compiled: &'s Compiled) -> Result<CowVal<'s, 's>, EvalError> {
+    /// Runs a compiled expression and hands its value to `read` (the value may borrow from the
+    /// evaluation, so it is read in place rather than copied out); the error is the text
+    /// Kubernetes' activation gives.
+    fn run<T>(
+        &self,
+        compiled: &Compiled,
+        read: impl FnOnce(&dyn Val) -> T,
+    ) -> Result<T, EvalError> {
         let expr = compiled
             .expr
             .as_ref()
-            .map_err(|detail| EvalError::Compilation { detail: detail.clone() })?;
+            .map_err(|detail| EvalError::Compilation {
+                detail: detail.clone(),
+            })?;
         let mut context = Context::with_env(Arc::clone(&self.program.env));
         context.set_variable_resolver(self);
-        let runtime = |e: ExecutionError| EvalError::Runtime { expression: compiled.source.clone(), detail: error_text(&e) };
+        let runtime = |e: ExecutionError| EvalError::Runtime {
+            expression: compiled.source.clone(),
+            detail: error_text(&e),
+        };
         let result = Value::resolve_val(expr, &context).map_err(runtime)?;
-        // The result may borrow from the context: keep an owned copy.
-        Ok(CowVal::Owned(result.into_owned()))
+        Ok(read(result.as_ref()))
     }
 
     /// The decision of one validation, `None` when it passes.
     fn validate(&self, validation: &CompiledValidation) -> Option<Decision> {
-        let result = match self.run(&validation.expression) {
-            Ok(result) => result,
-            Err(error) => return Some(Decision::Error(error)),
-        };
-        match result.downcast_ref::<CelBool>() {
-            Some(b) if *b.inner() => None,
-            Some(_) => Some(Decision::Violation(CelViolation {
+        let result = self.run(&validation.expression, |v| {
+            match v.downcast_ref::<CelBool>() {
+                Some(b) => Ok(*b.inner()),
+                None => Err(v.get_type().name().to_owned()),
+            }
+        });
+        match result {
+            Ok(Ok(true)) => None,
+            Ok(Ok(false)) => Some(Decision::Violation(CelViolation {
                 message: self.message(validation),
                 reason: validation.reason.clone(),
             })),
-            None => Some(Decision::Error(EvalError::Compilation {
-                detail: format!("must evaluate to bool but got {}", result.get_type().name()),
+            Ok(Err(found)) => Some(Decision::Error(EvalError::Compilation {
+                detail: format!("must evaluate to bool but got {found}"),
             })),
+            Err(error) => Some(Decision::Error(error)),
         }
     }
 
@@ -405,8 +478,14 @@ impl<'a> Resolver<'a> {
         let computed = validation
             .message_expression
             .as_ref()
-            .and_then(|m| self.run(m).ok())
-            .and_then(|v| v.downcast_ref::<CelString>().map(|s| s.inner().trim().to_owned()))
+            .and_then(|m| {
+                self.run(m, |v| {
+                    v.downcast_ref::<CelString>()
+                        .map(|s| s.inner().trim().to_owned())
+                })
+                .ok()
+            })
+            .flatten()
             .filter(|m| m.len() <= MAX_MESSAGE_BYTES && !m.contains('\n'))
             .unwrap_or_default();
         if !computed.is_empty() {
@@ -424,16 +503,22 @@ impl<'a> Resolver<'a> {
         let name = &self.program.variable_names[index];
         let compiled = &self.program.variables[index];
         let slot = self.slots[index].get_or_init(|| match &compiled.expr {
-            Err(detail) => Err(format!("composited variable {name:?} fails to compile: {detail}")),
-            Ok(_) => match self.run(compiled) {
-                Ok(v) => value::to_static(v.as_ref()).map_err(|e| error_text(&e)),
-                Err(EvalError::Runtime { detail, .. }) => Err(format!("composited variable {name:?} fails to evaluate: {detail}")),
+            Err(detail) => Err(format!(
+                "composited variable {name:?} fails to compile: {detail}"
+            )),
+            Ok(_) => match self.run(compiled, value::to_static) {
+                Ok(kept) => kept.map_err(|e| error_text(&e)),
+                Err(EvalError::Runtime { detail, .. }) => Err(format!(
+                    "composited variable {name:?} fails to evaluate: {detail}"
+                )),
                 Err(other) => Err(other.to_string()),
             },
         });
         match slot {
             Ok(v) => Ok(v.as_ref()),
-            Err(text) if text.contains(OUT_OF_BUDGET) => Err(ExecutionError::function_error("variables", OUT_OF_BUDGET)),
+            Err(text) if text.contains(OUT_OF_BUDGET) => {
+                Err(ExecutionError::function_error("variables", OUT_OF_BUDGET))
+            }
             Err(text) => Err(ExecutionError::function_error("variables", text)),
         }
     }
@@ -447,26 +532,23 @@ impl VariableResolver for Resolver<'_> {
             "request" => self.bindings.request.as_ref(),
             "params" => self.bindings.params.as_ref(),
             "namespaceObject" => self.bindings.namespace_object.as_ref(),
-            "variables" => return Some(CowVal::owned(Variables { resolver: self })),
+            "variables" => self,
             _ => return None,
         };
         Some(CowVal::Borrowed(bound))
     }
 }
 
-/// The `variables` binding: a map whose entries are computed when they are read.
-#[derive(Clone, Copy)]
-struct Variables<'r> {
-    resolver: &'r Resolver<'r>,
-}
-
-impl std::fmt::Debug for Variables<'_> {
+// The resolver is also the `variables` binding: a map whose entries are computed when they are
+// read. It is handed out borrowed, so selecting `variables.x` borrows the entry; an owned handle
+// would make the interpreter copy every entry it selects (the whole object for `anyObject`).
+impl std::fmt::Debug for Resolver<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("variables")
     }
 }
 
-impl Val for Variables<'_> {
+impl Val for Resolver<'_> {
     fn get_type(&self) -> &Type {
         &MAP_TYPE
     }
@@ -479,7 +561,7 @@ impl Val for Variables<'_> {
     where
         Self: 'v,
     {
-        Box::new(*self)
+        Box::new(CelString::from("variables"))
     }
 
     fn as_indexer<'b, 'v>(&'b self) -> Option<&'b (dyn Indexer + 'v)>
@@ -490,7 +572,7 @@ impl Val for Variables<'_> {
     }
 }
 
-impl Indexer for Variables<'_> {
+impl Indexer for Resolver<'_> {
     fn get<'b, 'v>(&'b self, idx: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
     where
         Self: 'v,
@@ -499,20 +581,19 @@ impl Indexer for Variables<'_> {
             .downcast_ref::<CelString>()
             .map(|s| s.inner().to_owned())
             .ok_or_else(|| ExecutionError::no_such_key("variables"))?;
-        let bindings = self.resolver.bindings;
+        let bindings = self.bindings;
         let val: &'b (dyn Val + 'static) = match name.as_str() {
             "anyObject" if bindings.any_object_is_old => bindings.old_object.as_ref(),
             "anyObject" => bindings.object.as_ref(),
             "params" => bindings.parameters.as_ref(),
             other => {
                 let index = self
-                    .resolver
                     .program
                     .variable_names
                     .iter()
                     .position(|n| n == other)
                     .ok_or_else(|| ExecutionError::no_such_key(other))?;
-                self.resolver.variable(index)?
+                self.variable(index)?
             }
         };
         Ok(CowVal::Borrowed(val))

@@ -70,9 +70,15 @@ impl Source {
         let mut parsed = Source::default();
         for (key, value) in object {
             match key.as_str() {
-                "validations" => parsed.validations = list(value, key, &mut parsed.ignored_keys, validation)?,
-                "variables" => parsed.variables = list(value, key, &mut parsed.ignored_keys, named)?,
-                "matchCondition" => parsed.match_conditions = list(value, key, &mut parsed.ignored_keys, named)?,
+                "validations" => {
+                    parsed.validations = list(value, key, &mut parsed.ignored_keys, validation)?
+                }
+                "variables" => {
+                    parsed.variables = list(value, key, &mut parsed.ignored_keys, named)?
+                }
+                "matchCondition" => {
+                    parsed.match_conditions = list(value, key, &mut parsed.ignored_keys, named)?
+                }
                 "failurePolicy" => parsed.failure_policy = failure_policy(value)?,
                 "generateVAP" => {
                     if !value.is_boolean() && !value.is_null() {
@@ -120,23 +126,30 @@ fn bad(message: impl Into<String>) -> CompileError {
     CompileError::Source(message.into())
 }
 
+/// Reads one object of a list: the object, its place (`validations[0]`) and the ignored keys.
+type ItemReader<T> = fn(&Map<String, Value>, &str, &mut Vec<String>) -> Result<T, CompileError>;
+
 /// A list of objects, each read by `item`; `null` is an empty list.
 fn list<T>(
     value: &Value,
     key: &str,
     ignored: &mut Vec<String>,
-    item: fn(&Map<String, Value>, &str, &mut Vec<String>) -> Result<T, CompileError>,
+    item: ItemReader<T>,
 ) -> Result<Vec<T>, CompileError> {
     if value.is_null() {
         return Ok(Vec::new());
     }
-    let items = value.as_array().ok_or_else(|| bad(format!("{key} must be a list")))?;
+    let items = value
+        .as_array()
+        .ok_or_else(|| bad(format!("{key} must be a list")))?;
     items
         .iter()
         .enumerate()
         .map(|(i, entry)| {
             let place = format!("{key}[{i}]");
-            let object = entry.as_object().ok_or_else(|| bad(format!("{place} must be an object")))?;
+            let object = entry
+                .as_object()
+                .ok_or_else(|| bad(format!("{place} must be an object")))?;
             item(object, &place, ignored)
         })
         .collect()
@@ -152,14 +165,28 @@ fn text(object: &Map<String, Value>, place: &str, key: &str) -> Result<String, C
 }
 
 /// Records the keys of `object` outside `known`.
-fn note_ignored(object: &Map<String, Value>, place: &str, known: &[&str], ignored: &mut Vec<String>) {
+fn note_ignored(
+    object: &Map<String, Value>,
+    place: &str,
+    known: &[&str],
+    ignored: &mut Vec<String>,
+) {
     for key in object.keys().filter(|k| !known.contains(&k.as_str())) {
         ignored.push(format!("{place}.{key}"));
     }
 }
 
-fn validation(object: &Map<String, Value>, place: &str, ignored: &mut Vec<String>) -> Result<Validation, CompileError> {
-    note_ignored(object, place, &["expression", "message", "messageExpression", "reason"], ignored);
+fn validation(
+    object: &Map<String, Value>,
+    place: &str,
+    ignored: &mut Vec<String>,
+) -> Result<Validation, CompileError> {
+    note_ignored(
+        object,
+        place,
+        &["expression", "message", "messageExpression", "reason"],
+        ignored,
+    );
     let reason = text(object, place, "reason")?;
     Ok(Validation {
         expression: text(object, place, "expression")?,
@@ -169,9 +196,16 @@ fn validation(object: &Map<String, Value>, place: &str, ignored: &mut Vec<String
     })
 }
 
-fn named(object: &Map<String, Value>, place: &str, ignored: &mut Vec<String>) -> Result<Named, CompileError> {
+fn named(
+    object: &Map<String, Value>,
+    place: &str,
+    ignored: &mut Vec<String>,
+) -> Result<Named, CompileError> {
     note_ignored(object, place, &["name", "expression"], ignored);
-    Ok(Named { name: text(object, place, "name")?, expression: text(object, place, "expression")? })
+    Ok(Named {
+        name: text(object, place, "name")?,
+        expression: text(object, place, "expression")?,
+    })
 }
 
 fn failure_policy(value: &Value) -> Result<FailurePolicy, CompileError> {
@@ -179,7 +213,9 @@ fn failure_policy(value: &Value) -> Result<FailurePolicy, CompileError> {
         Value::Null => Ok(FailurePolicy::Fail),
         Value::String(s) if s == "Fail" => Ok(FailurePolicy::Fail),
         Value::String(s) if s == "Ignore" => Ok(FailurePolicy::Ignore),
-        Value::String(s) => Err(CompileError::Source(format!("unrecognized failure policy: {s}"))),
+        Value::String(s) => Err(CompileError::Source(format!(
+            "unrecognized failure policy: {s}"
+        ))),
         _ => Err(bad("failurePolicy must be a string")),
     }
 }

@@ -6,12 +6,12 @@
 //! built by hand (not by a depth-limited parser) cannot exhaust the stack.
 
 use crate::library::{format::NamedFormat, net::Cidr, net::Ip, quantity::Quantity, urls::Url};
+use cel::ExecutionError;
 use cel::common::types::{
-    CelBool, CelBytes, CelDouble, CelDuration, CelInt, CelList, CelMap, CelMapKey, CelNull, CelOptional,
-    CelString, CelTimestamp, CelUInt, Kind,
+    CelBool, CelBytes, CelDouble, CelDuration, CelInt, CelList, CelMap, CelMapKey, CelNull,
+    CelOptional, CelString, CelTimestamp, CelUInt, Kind,
 };
 use cel::common::value::{StaticVal, Val};
-use cel::ExecutionError;
 use serde_json::Value as Json;
 use std::collections::HashMap;
 
@@ -54,7 +54,10 @@ fn convert(json: &Json, depth: usize) -> Option<Box<dyn Val + 'static>> {
 
 /// The error for a value that cannot be kept.
 fn unkeepable(val: &dyn Val) -> ExecutionError {
-    ExecutionError::function_error("variables", format!("cannot keep a value of type {}", val.get_type().name()))
+    ExecutionError::function_error(
+        "variables",
+        format!("cannot keep a value of type {}", val.get_type().name()),
+    )
 }
 
 /// A copy of `val` that borrows nothing.
@@ -64,21 +67,33 @@ pub(crate) fn to_static(val: &dyn Val) -> Result<Box<dyn Val + 'static>, Executi
 
 /// Copies a value of a `'static` Rust type, if `val` is one.
 fn copy_static<T: StaticVal + Clone>(val: &dyn Val) -> Option<Box<dyn Val + 'static>> {
-    val.downcast_ref::<T>().map(|v| Box::new(v.clone()) as Box<dyn Val + 'static>)
+    val.downcast_ref::<T>()
+        .map(|v| Box::new(v.clone()) as Box<dyn Val + 'static>)
 }
 
 fn to_static_at(val: &dyn Val, depth: usize) -> Result<Box<dyn Val + 'static>, ExecutionError> {
     if depth > MAX_DEPTH {
-        return Err(ExecutionError::function_error("variables", "value nested too deeply"));
+        return Err(ExecutionError::function_error(
+            "variables",
+            "value nested too deeply",
+        ));
     }
     if val.downcast_ref::<CelOptional>().is_some() {
         return optional_to_static(val, depth);
     }
     match val.get_type().kind() {
-        Kind::Boolean => val.downcast_ref::<CelBool>().map(|b| Box::new(*b) as Box<dyn Val>),
-        Kind::Int => val.downcast_ref::<CelInt>().map(|i| Box::new(*i) as Box<dyn Val>),
-        Kind::UInt => val.downcast_ref::<CelUInt>().map(|u| Box::new(*u) as Box<dyn Val>),
-        Kind::Double => val.downcast_ref::<CelDouble>().map(|d| Box::new(*d) as Box<dyn Val>),
+        Kind::Boolean => val
+            .downcast_ref::<CelBool>()
+            .map(|b| Box::new(*b) as Box<dyn Val>),
+        Kind::Int => val
+            .downcast_ref::<CelInt>()
+            .map(|i| Box::new(*i) as Box<dyn Val>),
+        Kind::UInt => val
+            .downcast_ref::<CelUInt>()
+            .map(|u| Box::new(*u) as Box<dyn Val>),
+        Kind::Double => val
+            .downcast_ref::<CelDouble>()
+            .map(|d| Box::new(*d) as Box<dyn Val>),
         Kind::NullType => Some(Box::new(CelNull) as Box<dyn Val>),
         Kind::String => val
             .downcast_ref::<CelString>()
@@ -86,8 +101,12 @@ fn to_static_at(val: &dyn Val, depth: usize) -> Result<Box<dyn Val + 'static>, E
         Kind::Bytes => val
             .downcast_ref::<CelBytes>()
             .map(|b| Box::new(CelBytes::from(b.inner().to_vec())) as Box<dyn Val>),
-        Kind::Duration => val.downcast_ref::<CelDuration>().map(|d| Box::new(d.clone()) as Box<dyn Val>),
-        Kind::Timestamp => val.downcast_ref::<CelTimestamp>().map(|t| Box::new(t.clone()) as Box<dyn Val>),
+        Kind::Duration => val
+            .downcast_ref::<CelDuration>()
+            .map(|d| Box::new(*d) as Box<dyn Val>),
+        Kind::Timestamp => val
+            .downcast_ref::<CelTimestamp>()
+            .map(|t| Box::new(t.clone()) as Box<dyn Val>),
         Kind::List => return list_to_static(val, depth),
         Kind::Map => return map_to_static(val, depth),
         _ => copy_static::<Quantity>(val)
@@ -117,14 +136,20 @@ fn map_to_static(val: &dyn Val, depth: usize) -> Result<Box<dyn Val + 'static>, 
     let mut out = HashMap::new();
     while let Some(key) = keys.next() {
         let value = indexer.get(key)?;
-        let key = CelMapKey::try_from(to_static_at(key, depth + 1)?).map_err(|_| unkeepable(key))?;
+        let key =
+            CelMapKey::try_from(to_static_at(key, depth + 1)?).map_err(|_| unkeepable(key))?;
         out.insert(key, to_static_at(value.as_ref(), depth + 1)?);
     }
     Ok(Box::new(CelMap::from(out)))
 }
 
-fn optional_to_static(val: &dyn Val, depth: usize) -> Result<Box<dyn Val + 'static>, ExecutionError> {
-    let optional = val.downcast_ref::<CelOptional>().ok_or_else(|| unkeepable(val))?;
+fn optional_to_static(
+    val: &dyn Val,
+    depth: usize,
+) -> Result<Box<dyn Val + 'static>, ExecutionError> {
+    let optional = val
+        .downcast_ref::<CelOptional>()
+        .ok_or_else(|| unkeepable(val))?;
     Ok(Box::new(match optional.inner() {
         Some(inner) => CelOptional::of(to_static_at(inner, depth + 1)?),
         None => CelOptional::none(),

@@ -24,7 +24,10 @@ fn lists_library() {
         "[[1], [2]].indexOf([2]) == 1",
     ]);
     // gator: "max called on empty list"
-    assert_eq!(outcome("[].max() == 3"), Err("expression '[].max() == 3' resulted in error: max called on empty list".into()));
+    assert_eq!(
+        outcome("[].max() == 3"),
+        Err("expression '[].max() == 3' resulted in error: max called on empty list".into())
+    );
 }
 
 #[test]
@@ -38,9 +41,17 @@ fn regex_library() {
         "'abc'.matches('^[a-z]+$')",
     ]);
     let error = outcome("\"abc\".matches(\"[\")").unwrap_err();
-    assert!(error.starts_with("compilation error: compilation failed: ERROR: <input>:1:15: invalid matches argument"), "{error}");
+    assert!(
+        error.starts_with(
+            "compilation error: compilation failed: ERROR: <input>:1:15: invalid matches argument"
+        ),
+        "{error}"
+    );
     let error = outcome("'x'.find('[') == ''").unwrap_err();
-    assert!(error.starts_with("compilation error: program instantiation failed: error parsing regexp"), "{error}");
+    assert!(
+        error.starts_with("compilation error: program instantiation failed: error parsing regexp"),
+        "{error}"
+    );
 }
 
 #[test]
@@ -77,7 +88,10 @@ fn strings_extension() {
     // gator: index out of range
     assert_eq!(
         outcome("'hello'.substring(1, 9) == 'x'"),
-        Err("expression ''hello'.substring(1, 9) == 'x'' resulted in error: index out of range: 9".into())
+        Err(
+            "expression ''hello'.substring(1, 9) == 'x'' resulted in error: index out of range: 9"
+                .into()
+        )
     );
 }
 
@@ -137,7 +151,10 @@ fn url_library() {
         "!isURL('https://a b')",
     ]);
     // gator: a bare URL is not a boolean validation
-    assert_eq!(outcome("url('x')"), Err("compilation error: must evaluate to bool but got kubernetes.URL".into()));
+    assert_eq!(
+        outcome("url('x')"),
+        Err("compilation error: must evaluate to bool but got kubernetes.URL".into())
+    );
 }
 
 #[test]
@@ -190,7 +207,11 @@ fn format_library() {
         "format.dns1035Label().validate('1abc').hasValue()",
         "format.dns1123LabelPrefix().validate('abc-') == optional.none()",
     ]);
-    assert!(outcome("format.uri().validate('x').hasValue()").unwrap_err().contains("function 'format.uri'"));
+    assert!(
+        outcome("format.uri().validate('x').hasValue()")
+            .unwrap_err()
+            .contains("function 'format.uri'")
+    );
 }
 
 #[test]
@@ -247,6 +268,23 @@ fn the_harness_sees_false_and_errors() {
     assert_eq!(outcome("[1].exists(x, x == 2)"), Ok(false));
     assert_eq!(
         outcome("object.metadata.missing == 'x'"),
-        Err("expression 'object.metadata.missing == 'x'' resulted in error: no such key: missing".into())
+        Err(
+            "expression 'object.metadata.missing == 'x'' resulted in error: no such key: missing"
+                .into()
+        )
     );
+}
+
+#[test]
+fn comprehensions_absorb_errors_a_later_element_decides() {
+    // CEL's commutative logic: an error in one element does not matter when another decides.
+    assert_eq!(
+        outcome("[object.metadata.name, 0].all(x, x > 0)"),
+        Ok(false)
+    );
+    assert_eq!(
+        outcome("[object.metadata.name, 1].exists(x, x > 0)"),
+        Ok(true)
+    );
+    assert!(outcome("[object.metadata.name, 1].all(x, x > 0)").is_err());
 }

@@ -9,7 +9,9 @@ fn run(source: Value, object: Value) -> Vec<Decision> {
 }
 
 fn run_with_budget(source: Value, object: Value, budget: u64) -> Vec<Decision> {
-    let program = CelProgram::compile(&source).unwrap().with_cost_budget(budget);
+    let program = CelProgram::compile(&source)
+        .unwrap()
+        .with_cost_budget(budget);
     let constraint = json!({"kind": "K", "spec": {"parameters": {"max": 3, "labels": ["team"]}}});
     let request = json!({"operation": "CREATE", "kind": {"group": "apps", "version": "v1", "kind": "Deployment"}});
     program.evaluate(&Bindings {
@@ -21,7 +23,10 @@ fn run_with_budget(source: Value, object: Value, budget: u64) -> Vec<Decision> {
 }
 
 fn violation(message: &str) -> Decision {
-    Decision::Violation(CelViolation { message: message.to_owned(), reason: "Invalid".to_owned() })
+    Decision::Violation(CelViolation {
+        message: message.to_owned(),
+        reason: "Invalid".to_owned(),
+    })
 }
 
 fn deployment(replicas: i64) -> Value {
@@ -50,8 +55,12 @@ fn message_falls_back_from_message_expression_to_message_to_the_expression() {
 
 #[test]
 fn reason_is_kept_and_defaults_to_invalid() {
-    let source = json!({"validations": [{"expression": "false", "message": "m", "reason": "Forbidden"}]});
-    let expected = Decision::Violation(CelViolation { message: "m".into(), reason: "Forbidden".into() });
+    let source =
+        json!({"validations": [{"expression": "false", "message": "m", "reason": "Forbidden"}]});
+    let expected = Decision::Violation(CelViolation {
+        message: "m".into(),
+        reason: "Forbidden".into(),
+    });
     assert_eq!(run(source, deployment(1)), vec![expected]);
 }
 
@@ -59,7 +68,8 @@ fn reason_is_kept_and_defaults_to_invalid() {
 fn a_false_match_condition_gives_nothing_and_an_erring_one_an_error() {
     let failing = json!({"validations": [{"expression": "false", "message": "m"}]});
     let mut source = failing.clone();
-    source["matchCondition"] = json!([{"name": "only-big", "expression": "object.spec.replicas > 10"}]);
+    source["matchCondition"] =
+        json!([{"name": "only-big", "expression": "object.spec.replicas > 10"}]);
     assert_eq!(run(source.clone(), deployment(5)), vec![]);
     assert_eq!(run(source, deployment(50)), vec![violation("m")]);
     let mut source = failing;
@@ -83,7 +93,10 @@ fn an_erring_validation_is_an_error_beside_the_other_decisions() {
     assert_eq!(decisions.len(), 2);
     assert_eq!(
         decisions[0],
-        Decision::Error(EvalError::Runtime { expression: "object.spec.nope > 1".into(), detail: "no such key: nope".into() })
+        Decision::Error(EvalError::Runtime {
+            expression: "object.spec.nope > 1".into(),
+            detail: "no such key: nope".into()
+        })
     );
     assert_eq!(decisions[1], violation("b"));
 }
@@ -100,7 +113,10 @@ fn failure_policy_ignore_drops_errors_only() {
 #[test]
 fn compile_problems_are_reported_on_evaluation_with_kubernetes_wording() {
     let cases = [
-        ("object.metadata.name", "compilation error: must evaluate to bool but got dyn"),
+        (
+            "object.metadata.name",
+            "compilation error: must evaluate to bool but got dyn",
+        ),
         ("1", "compilation error: must evaluate to bool but got int"),
         (
             "params.spec.parameters.max == 1",
@@ -112,7 +128,10 @@ fn compile_problems_are_reported_on_evaluation_with_kubernetes_wording() {
         ),
     ];
     for (expression, expected) in cases {
-        let decisions = run(json!({"validations": [{"expression": expression}]}), deployment(1));
+        let decisions = run(
+            json!({"validations": [{"expression": expression}]}),
+            deployment(1),
+        );
         let texts: Vec<String> = decisions
             .iter()
             .map(|d| match d {
@@ -128,11 +147,17 @@ fn compile_problems_are_reported_on_evaluation_with_kubernetes_wording() {
 
 #[test]
 fn a_syntax_error_is_a_compilation_error() {
-    let decisions = run(json!({"validations": [{"expression": "object.spec.replicas <"}]}), deployment(1));
+    let decisions = run(
+        json!({"validations": [{"expression": "object.spec.replicas <"}]}),
+        deployment(1),
+    );
     let [Decision::Error(EvalError::Compilation { detail })] = decisions.as_slice() else {
         panic!("{decisions:?}");
     };
-    assert!(detail.starts_with("compilation failed: ERROR: <input>:1:"), "{detail}");
+    assert!(
+        detail.starts_with("compilation failed: ERROR: <input>:1:"),
+        "{detail}"
+    );
 }
 
 #[test]
@@ -145,7 +170,10 @@ fn variables_see_earlier_variables_and_params_and_are_lazy() {
         ],
         "validations": [{"expression": "!variables.over", "messageExpression": "'over ' + string(variables.max)"}],
     });
-    assert_eq!(run(source.clone(), deployment(5)), vec![violation("over 3")]);
+    assert_eq!(
+        run(source.clone(), deployment(5)),
+        vec![violation("over 3")]
+    );
     assert_eq!(run(source, deployment(2)), vec![]);
     let source = json!({
         "variables": [{"name": "broken", "expression": "object.nope"}],
@@ -167,8 +195,15 @@ fn a_variable_may_not_use_a_later_one() {
         "validations": [{"expression": "variables.a == 1"}],
     });
     let decisions = run(source, deployment(1));
-    let [Decision::Error(error)] = decisions.as_slice() else { panic!("{decisions:?}") };
-    assert!(error.to_string().contains("composited variable \"a\" fails to compile"), "{error}");
+    let [Decision::Error(error)] = decisions.as_slice() else {
+        panic!("{decisions:?}")
+    };
+    assert!(
+        error
+            .to_string()
+            .contains("composited variable \"a\" fails to compile"),
+        "{error}"
+    );
     assert!(error.to_string().contains("undefined field 'b'"), "{error}");
 }
 
@@ -181,22 +216,41 @@ fn any_object_is_the_old_object_on_delete() {
     .unwrap();
     let old = json!({"metadata": {"name": "old"}});
     let request = json!({"operation": "DELETE"});
-    let decisions = program.evaluate(&Bindings { old_object: Some(&old), request: Some(&request), ..Bindings::default() });
-    assert_eq!(decisions, vec![violation("old seen"), violation("object cleared")]);
+    let decisions = program.evaluate(&Bindings {
+        old_object: Some(&old),
+        request: Some(&request),
+        ..Bindings::default()
+    });
+    assert_eq!(
+        decisions,
+        vec![violation("old seen"), violation("object cleared")]
+    );
 }
 
 #[test]
 fn the_source_is_read_as_gatekeeper_reads_it() {
-    let reserved = CelProgram::compile(&json!({"variables": [{"name": "params", "expression": "1"}]})).unwrap_err();
-    assert_eq!(reserved.to_string(), "invalid variable: params an invalid variable name, \"params\" is a reserved keyword");
-    let prefixed =
-        CelProgram::compile(&json!({"matchCondition": [{"name": "gatekeeper_internal_x", "expression": "true"}]}))
+    let reserved =
+        CelProgram::compile(&json!({"variables": [{"name": "params", "expression": "1"}]}))
             .unwrap_err();
+    assert_eq!(
+        reserved.to_string(),
+        "invalid variable: params an invalid variable name, \"params\" is a reserved keyword"
+    );
+    let prefixed = CelProgram::compile(
+        &json!({"matchCondition": [{"name": "gatekeeper_internal_x", "expression": "true"}]}),
+    )
+    .unwrap_err();
     assert!(matches!(prefixed, CompileError::Reserved(_)), "{prefixed}");
     let policy = CelProgram::compile(&json!({"failurePolicy": "Sometimes"})).unwrap_err();
-    assert_eq!(policy.to_string(), "invalid K8sNativeValidation source: unrecognized failure policy: Sometimes");
+    assert_eq!(
+        policy.to_string(),
+        "invalid K8sNativeValidation source: unrecognized failure policy: Sometimes"
+    );
     let typed = CelProgram::compile(&json!({"validations": [{"expression": 1}]})).unwrap_err();
-    assert_eq!(typed.to_string(), "invalid K8sNativeValidation source: validations[0].expression must be a string");
+    assert_eq!(
+        typed.to_string(),
+        "invalid K8sNativeValidation source: validations[0].expression must be a string"
+    );
     let plural = CelProgram::compile(&json!({"matchConditions": [], "validations": []})).unwrap();
     assert_eq!(plural.ignored_keys(), ["matchConditions"]);
 }
@@ -207,12 +261,22 @@ fn what_is_not_provided_is_refused_naming_it() {
         ("[1].first().hasValue()", "function 'first'"),
         ("[1].all(i, v, v > 0)", "two-variable comprehension 'all'"),
         ("isSemver('1.0.0')", "function 'isSemver'"),
-        ("format.uuid().validate('x').hasValue()", "function 'format.uuid'"),
+        (
+            "format.uuid().validate('x').hasValue()",
+            "function 'format.uuid'",
+        ),
     ] {
-        let error = CelProgram::compile(&json!({"validations": [{"expression": expression}]})).unwrap_err();
+        let error =
+            CelProgram::compile(&json!({"validations": [{"expression": expression}]})).unwrap_err();
         let text = error.to_string();
-        assert!(text.starts_with(&format!("validations[0].expression: {named}")), "{text}");
-        assert!(text.ends_with("is not supported by the embedded CEL engine"), "{text}");
+        assert!(
+            text.starts_with(&format!("validations[0].expression: {named}")),
+            "{text}"
+        );
+        assert!(
+            text.ends_with("is not supported by the embedded CEL engine"),
+            "{text}"
+        );
     }
 }
 
@@ -222,11 +286,32 @@ fn hostile_expressions_end_in_errors() {
     // keeps the test fast.
     let nested = "lists.range(1000).all(a, lists.range(1000).all(b, lists.range(1000).all(c, a + b + c >= 0)))";
     let out_of_budget = vec![Decision::Error(EvalError::OutOfBudget)];
-    assert_eq!(run_with_budget(json!({"validations": [{"expression": nested}]}), deployment(1), 50_000), out_of_budget);
+    assert_eq!(
+        run_with_budget(
+            json!({"validations": [{"expression": nested}]}),
+            deployment(1),
+            50_000
+        ),
+        out_of_budget
+    );
     let absorbed = format!("({nested}) || true");
-    assert_eq!(run_with_budget(json!({"validations": [{"expression": absorbed}]}), deployment(1), 50_000), out_of_budget);
+    assert_eq!(
+        run_with_budget(
+            json!({"validations": [{"expression": absorbed}]}),
+            deployment(1),
+            50_000
+        ),
+        out_of_budget
+    );
     let small = "lists.range(10).all(a, lists.range(10).all(b, a + b >= 0))";
-    assert_eq!(run_with_budget(json!({"validations": [{"expression": small}]}), deployment(1), 50_000), vec![]);
+    assert_eq!(
+        run_with_budget(
+            json!({"validations": [{"expression": small}]}),
+            deployment(1),
+            50_000
+        ),
+        vec![]
+    );
     let growing = json!({
         "variables": [
             {"name": "a", "expression": "'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'"},
@@ -236,11 +321,18 @@ fn hostile_expressions_end_in_errors() {
         "validations": [{"expression": "variables.c.size() > 0"}],
     });
     let decisions = run(growing, deployment(1));
-    let [Decision::Error(error)] = decisions.as_slice() else { panic!("{decisions:?}") };
+    let [Decision::Error(error)] = decisions.as_slice() else {
+        panic!("{decisions:?}")
+    };
     assert!(error.to_string().contains("value cap"), "{error}");
     let deep = format!("{}1{} == 1", "(".repeat(500), ")".repeat(500));
-    let decisions = run(json!({"validations": [{"expression": deep}]}), deployment(1));
-    let [Decision::Error(EvalError::Compilation { detail })] = decisions.as_slice() else { panic!("{decisions:?}") };
+    let decisions = run(
+        json!({"validations": [{"expression": deep}]}),
+        deployment(1),
+    );
+    let [Decision::Error(EvalError::Compilation { detail })] = decisions.as_slice() else {
+        panic!("{decisions:?}")
+    };
     assert!(detail.contains("nests deeper than 64 levels"), "{detail}");
 }
 
@@ -251,5 +343,11 @@ fn bindings_nested_too_deeply_are_an_error() {
         deep = json!([deep]);
     }
     let decisions = run(json!({"validations": [{"expression": "true"}]}), deep);
-    assert_eq!(decisions, vec![Decision::Error(EvalError::TooDeep { binding: "object", max: 128 })]);
+    assert_eq!(
+        decisions,
+        vec![Decision::Error(EvalError::TooDeep {
+            binding: "object",
+            max: 128
+        })]
+    );
 }

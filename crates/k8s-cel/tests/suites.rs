@@ -31,7 +31,11 @@ fn check(assertion: &Value, messages: &[String], place: &str) {
         Value::Bool(true) => assert!(!matching.is_empty(), "{place}: {messages:?}"),
         Value::String(s) if s == "no" => assert!(matching.is_empty(), "{place}: {messages:?}"),
         Value::String(s) if s == "yes" => assert!(!matching.is_empty(), "{place}: {messages:?}"),
-        Value::Number(n) => assert_eq!(matching.len() as u64, n.as_u64().unwrap_or(0), "{place}: {messages:?}"),
+        Value::Number(n) => assert_eq!(
+            matching.len() as u64,
+            n.as_u64().unwrap_or(0),
+            "{place}: {messages:?}"
+        ),
         other => panic!("{place}: unknown assertion {other}"),
     }
 }
@@ -43,7 +47,11 @@ fn run_suite(dir: &Path) -> usize {
         let template = read_yaml(&dir.join(test["template"].as_str().expect("template")));
         let constraint = read_yaml(&dir.join(test["constraint"].as_str().expect("constraint")));
         let program = CelProgram::compile(cel_source(&template)).expect("the CEL source compiles");
-        assert!(program.compile_errors().is_empty(), "{:?}", program.compile_errors());
+        assert!(
+            program.compile_errors().is_empty(),
+            "{:?}",
+            program.compile_errors()
+        );
         for case in test["cases"].as_array().expect("cases") {
             let object = read_yaml(&dir.join(case["object"].as_str().expect("object")));
             let decisions = program.evaluate(&Bindings {
@@ -77,10 +85,21 @@ fn dual_engine_suites_pass_with_this_crate() {
         .filter(|p| p.join("suite.yaml").is_file())
         .collect();
     dirs.sort();
-    let names: Vec<String> = dirs.iter().filter_map(|d| d.file_name()).map(|n| n.to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = dirs
+        .iter()
+        .filter_map(|d| d.file_name())
+        .map(|n| n.to_string_lossy().into_owned())
+        .collect();
     assert_eq!(
         names,
-        ["allowed-repos", "host-namespaces", "privileged", "replicas", "required-labels", "resource-limits"]
+        [
+            "allowed-repos",
+            "host-namespaces",
+            "privileged",
+            "replicas",
+            "required-labels",
+            "resource-limits"
+        ]
     );
     let cases: usize = dirs.iter().map(|d| run_suite(d)).sum();
     assert_eq!(cases, 14);

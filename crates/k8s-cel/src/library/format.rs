@@ -7,12 +7,11 @@
 //! provided: `uri`, `uuid`, `byte`, `date`, `datetime` (their constructors are unknown functions,
 //! and `format.named` of their names is an error saying so).
 
-use super::{Outcome, fail, string_arg, take, typed_arg};
+use super::{Outcome, fail, opaque_val, string_arg, take, typed_arg};
 use cel::common::types::{CelList, CelOptional, CelString, STRING_TYPE, Type};
-use cel::common::value::{CowVal, StaticVal, Val};
+use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env};
 use regex::Regex;
-use std::any::Any;
 use std::sync::LazyLock;
 
 /// The CEL type of a named format.
@@ -22,7 +21,8 @@ pub(crate) static FORMAT_TYPE: Type = Type::new_unspecified_type("kubernetes.Nam
 pub(crate) const UNSUPPORTED_FORMATS: [&str; 5] = ["uri", "uuid", "byte", "date", "datetime"];
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
-const DNS1123_SUBDOMAIN_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
+const DNS1123_SUBDOMAIN_FMT: &str =
+    "[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*";
 const DNS1035_LABEL_FMT: &str = "[a-z]([-a-z0-9]*[a-z0-9])?";
 const QUALIFIED_NAME_FMT: &str = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]";
 const LABEL_VALUE_FMT: &str = "(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?";
@@ -70,7 +70,10 @@ pub(crate) struct NamedFormat(&'static str);
 /// apimachinery's `RegexError`.
 fn regex_error(msg: &str, fmt: &str, examples: &[&str]) -> String {
     let examples: Vec<String> = examples.iter().map(|e| format!("'{e}', ")).collect();
-    format!("{msg} (e.g. {}regex used for validation is '{fmt}')", examples.join("or "))
+    format!(
+        "{msg} (e.g. {}regex used for validation is '{fmt}')",
+        examples.join("or ")
+    )
 }
 
 fn max_len_error(length: usize) -> String {
@@ -137,7 +140,11 @@ fn qualified_name(value: &str) -> Vec<String> {
             if prefix.is_empty() {
                 errs.push("prefix part must be non-empty".to_owned());
             } else {
-                errs.extend(dns1123_subdomain(prefix).into_iter().map(|m| format!("prefix part {m}")));
+                errs.extend(
+                    dns1123_subdomain(prefix)
+                        .into_iter()
+                        .map(|m| format!("prefix part {m}")),
+                );
             }
             *name
         }
@@ -157,7 +164,11 @@ fn qualified_name(value: &str) -> Vec<String> {
     if !QUALIFIED_NAME.is_match(name) {
         errs.push(format!(
             "name part {}",
-            regex_error(QUALIFIED_NAME_MSG, QUALIFIED_NAME_FMT, &["MyName", "my.name", "123-abc"])
+            regex_error(
+                QUALIFIED_NAME_MSG,
+                QUALIFIED_NAME_FMT,
+                &["MyName", "my.name", "123-abc"]
+            )
         ));
     }
     errs
@@ -205,34 +216,27 @@ impl NamedFormat {
     }
 }
 
-impl Val for NamedFormat {
-    fn get_type(&self) -> &Type {
-        &FORMAT_TYPE
-    }
-    fn cel_type() -> &'static Type {
-        &FORMAT_TYPE
-    }
-    fn equals(&self, other: &dyn Val) -> bool {
-        other.downcast_ref::<NamedFormat>().is_some_and(|other| other == self)
-    }
-    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
-        Box::new(self.clone())
-    }
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
-    }
-}
-
-impl StaticVal for NamedFormat {}
+opaque_val!(NamedFormat, FORMAT_TYPE);
 
 /// Registers `format.named`, one constructor per provided format, and `validate`.
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_type(FORMAT_TYPE.to_owned())?;
     env.add_overload("format.named", "k8s_format_named", vec![STRING_TYPE], named)?;
     for (name, constructor) in FORMATS.iter().zip(CONSTRUCTORS) {
-        env.add_overload(&format!("format.{name}"), &format!("k8s_format_{name}"), vec![], constructor)?;
+        env.add_overload(
+            &format!("format.{name}"),
+            &format!("k8s_format_{name}"),
+            vec![],
+            constructor,
+        )?;
     }
-    env.add_member_overload("validate", "k8s_format_validate", FORMAT_TYPE.to_owned(), vec![STRING_TYPE], validate)
+    env.add_member_overload(
+        "validate",
+        "k8s_format_validate",
+        FORMAT_TYPE.to_owned(),
+        vec![STRING_TYPE],
+        validate,
+    )
 }
 
 type Constructor = for<'b, 'v> fn(Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v>;
@@ -250,7 +254,10 @@ fn named<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
     let [name] = take("format.named", args)?;
     let name = string_arg("format.named", name.as_ref())?;
     if UNSUPPORTED_FORMATS.contains(&name) {
-        return Err(fail("format.named", format!("the format {name:?} is not provided by this engine")));
+        return Err(fail(
+            "format.named",
+            format!("the format {name:?} is not provided by this engine"),
+        ));
     }
     let found = FORMATS.iter().find(|f| **f == name);
     let optional = match found {
@@ -271,5 +278,7 @@ fn validate<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
         .into_iter()
         .map(|e| Box::new(CelString::from(e)) as Box<dyn Val + 'v>)
         .collect();
-    Ok(CowVal::owned(CelOptional::of(Box::new(CelList::from(errors)))))
+    Ok(CowVal::owned(CelOptional::of(Box::new(CelList::from(
+        errors,
+    )))))
 }

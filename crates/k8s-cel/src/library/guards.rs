@@ -14,7 +14,13 @@ use cel::{DeclarationError, Env, ExecutionError};
 
 /// Registers the guarded overloads; call before `cel::extensions::strings`.
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
-    env.add_member_overload("replace", "k8s_guarded_replace", STRING_TYPE, vec![DYN_TYPE, DYN_TYPE], replace)?;
+    env.add_member_overload(
+        "replace",
+        "k8s_guarded_replace",
+        STRING_TYPE,
+        vec![DYN_TYPE, DYN_TYPE],
+        replace,
+    )?;
     env.add_member_overload(
         "replace",
         "k8s_guarded_replace_n",
@@ -30,7 +36,10 @@ fn check_size(function: &str, size: u128) -> Result<(), ExecutionError> {
     if size > MAX_VALUE_BYTES as u128 {
         return Err(fail(
             function,
-            format!("result would be larger than the {} MiB value cap", MAX_VALUE_BYTES >> 20),
+            format!(
+                "result would be larger than the {} MiB value cap",
+                MAX_VALUE_BYTES >> 20
+            ),
         ));
     }
     Ok(())
@@ -47,7 +56,12 @@ fn replace_n<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
     replace_limited(text.as_ref(), from.as_ref(), to.as_ref(), n)
 }
 
-fn replace_limited<'b, 'v>(text: &dyn Val, from: &dyn Val, to: &dyn Val, n: i64) -> Outcome<'b, 'v> {
+fn replace_limited<'b, 'v>(
+    text: &dyn Val,
+    from: &dyn Val,
+    to: &dyn Val,
+    n: i64,
+) -> Outcome<'b, 'v> {
     let text = string_arg("replace", text)?;
     let from = string_arg("replace", from)?;
     let to = string_arg("replace", to)?;
@@ -56,15 +70,25 @@ fn replace_limited<'b, 'v>(text: &dyn Val, from: &dyn Val, to: &dyn Val, n: i64)
     } else {
         text.matches(from).count() as u128
     };
-    let replaced = if n < 0 { occurrences } else { occurrences.min(n as u128) };
+    let replaced = if n < 0 {
+        occurrences
+    } else {
+        occurrences.min(n as u128)
+    };
     check_size("replace", text.len() as u128 + replaced * to.len() as u128)?;
-    string(if n < 0 { text.replace(from, to) } else { text.replacen(from, to, n as usize) })
+    string(if n < 0 {
+        text.replace(from, to)
+    } else {
+        text.replacen(from, to, n as usize)
+    })
 }
 
 fn join<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
     let [list, separator] = take("join", args)?;
     let separator = string_arg("join", separator.as_ref())?;
-    let iterable = list.as_iterable().ok_or_else(|| overload_error("join", list.as_ref()))?;
+    let iterable = list
+        .as_iterable()
+        .ok_or_else(|| overload_error("join", list.as_ref()))?;
     let mut items = iterable.iter();
     let mut parts = Vec::new();
     let mut size = 0u128;

@@ -5,7 +5,7 @@
 //! strings, bools, bytes, durations and timestamps. `min`/`max` of an empty list is an error
 //! (`min called on empty list`), `sum` of an empty list is `0`.
 
-use super::{Outcome, fail, int, overload_error, take};
+use super::{Outcome, elements, fail, int, overload_error, take};
 use cel::common::types::{CelInt, DYN_TYPE, LIST_TYPE};
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
@@ -13,11 +13,23 @@ use std::cmp::Ordering;
 
 /// Registers the list library's member overloads.
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
-    env.add_member_overload("isSorted", "k8s_list_is_sorted", LIST_TYPE, vec![], is_sorted)?;
+    env.add_member_overload(
+        "isSorted",
+        "k8s_list_is_sorted",
+        LIST_TYPE,
+        vec![],
+        is_sorted,
+    )?;
     env.add_member_overload("sum", "k8s_list_sum", LIST_TYPE, vec![], sum)?;
     env.add_member_overload("min", "k8s_list_min", LIST_TYPE, vec![], min)?;
     env.add_member_overload("max", "k8s_list_max", LIST_TYPE, vec![], max)?;
-    env.add_member_overload("indexOf", "k8s_list_index_of", LIST_TYPE, vec![DYN_TYPE], index_of)?;
+    env.add_member_overload(
+        "indexOf",
+        "k8s_list_index_of",
+        LIST_TYPE,
+        vec![DYN_TYPE],
+        index_of,
+    )?;
     env.add_member_overload(
         "lastIndexOf",
         "k8s_list_last_index_of",
@@ -25,17 +37,6 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
         vec![DYN_TYPE],
         last_index_of,
     )
-}
-
-/// The elements of the list `val`, borrowed.
-fn elements<'a, 'v>(function: &str, val: &'a (dyn Val + 'v)) -> Result<Vec<&'a (dyn Val + 'v)>, ExecutionError> {
-    let iterable = val.as_iterable().ok_or_else(|| overload_error(function, val))?;
-    let mut items = iterable.iter();
-    let mut out = Vec::new();
-    while let Some(item) = items.next() {
-        out.push(item);
-    }
-    Ok(out)
 }
 
 /// `a` compared with `b` as `<` would: an element without an order is a no-such-overload error.
@@ -70,7 +71,9 @@ fn sum<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
     };
     let mut total: Box<dyn Val + 'v> = first.clone_as_boxed();
     for item in rest {
-        let adder = total.as_adder().ok_or_else(|| overload_error("sum", total.as_ref()))?;
+        let adder = total
+            .as_adder()
+            .ok_or_else(|| overload_error("sum", total.as_ref()))?;
         let next = adder.add(*item)?.into_owned();
         total = next;
     }
@@ -90,7 +93,11 @@ fn max<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
 
 /// The element that wins every comparison: the current pick is replaced when it compares as
 /// `replace_when` to the next element (the first of equal elements is kept, as in Kubernetes).
-fn extreme<'b, 'v>(function: &str, replace_when: Ordering, args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
+fn extreme<'b, 'v>(
+    function: &str,
+    replace_when: Ordering,
+    args: Vec<CowVal<'b, 'v>>,
+) -> Outcome<'b, 'v> {
     let [list] = take(function, args)?;
     let items = elements(function, list.as_ref())?;
     let Some((first, rest)) = items.split_first() else {

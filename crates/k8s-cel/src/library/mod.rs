@@ -40,9 +40,57 @@ pub(crate) fn take<'b, 'v, const N: usize>(
     args: Vec<CowVal<'b, 'v>>,
 ) -> Result<[CowVal<'b, 'v>; N], ExecutionError> {
     args.try_into().map_err(|args: Vec<_>| {
-        ExecutionError::function_error(function, format!("expected {N} arguments, got {}", args.len()))
+        ExecutionError::function_error(
+            function,
+            format!("expected {N} arguments, got {}", args.len()),
+        )
     })
 }
+
+/// The elements of the list `val`, borrowed; a no-such-overload error for `function` when `val`
+/// is not iterable.
+pub(crate) fn elements<'a, 'v>(
+    function: &str,
+    val: &'a (dyn Val + 'v),
+) -> Result<Vec<&'a (dyn Val + 'v)>, ExecutionError> {
+    let iterable = val
+        .as_iterable()
+        .ok_or_else(|| overload_error(function, val))?;
+    let mut items = iterable.iter();
+    let mut out = Vec::new();
+    while let Some(item) = items.next() {
+        out.push(item);
+    }
+    Ok(out)
+}
+
+/// Implements `Val` for an application type compared with `==` (its `PartialEq`), registered
+/// under the CEL type `$cel`.
+macro_rules! opaque_val {
+    ($ty:ty, $cel:ident) => {
+        impl cel::common::value::Val for $ty {
+            fn get_type(&self) -> &cel::common::types::Type {
+                &$cel
+            }
+            fn cel_type() -> &'static cel::common::types::Type {
+                &$cel
+            }
+            fn equals(&self, other: &dyn cel::common::value::Val) -> bool {
+                other
+                    .downcast_ref::<$ty>()
+                    .is_some_and(|other| other == self)
+            }
+            fn clone_as_boxed<'v>(&self) -> Box<dyn cel::common::value::Val + 'v> {
+                Box::new(self.clone())
+            }
+            fn as_any(&self) -> Option<&dyn std::any::Any> {
+                Some(self)
+            }
+        }
+        impl cel::common::value::StaticVal for $ty {}
+    };
+}
+pub(crate) use opaque_val;
 
 /// The string behind `val`, or a no-such-overload error for `function`.
 pub(crate) fn string_arg<'a>(function: &str, val: &'a dyn Val) -> Result<&'a str, ExecutionError> {

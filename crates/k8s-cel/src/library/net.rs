@@ -7,11 +7,10 @@
 //! and IPv4-mapped IPv6 addresses are refused, as Kubernetes refuses them. The canonical text is
 //! RFC 5952's, which both Go and Rust print.
 
-use super::{Outcome, boolean, fail, int, string, string_arg, take, typed_arg};
+use super::{Outcome, boolean, fail, int, opaque_val, string, string_arg, take, typed_arg};
 use cel::common::types::{STRING_TYPE, Type};
-use cel::common::value::{CowVal, StaticVal, Val};
+use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
-use std::any::Any;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 
 /// The CEL type of an IP address.
@@ -48,26 +47,37 @@ fn parse_ip(raw: &str) -> Result<IpAddr, String> {
 
 /// Parses a prefix as `netip.ParsePrefix`, then applies Kubernetes' refusals.
 fn parse_cidr(raw: &str) -> Result<Cidr, String> {
-    let wrap = |e: String| format!("network address parse error during conversion from string: {e}");
+    let wrap =
+        |e: String| format!("network address parse error during conversion from string: {e}");
     let (addr, bits) = raw
         .split_once('/')
         .ok_or_else(|| wrap(format!("netip.ParsePrefix({raw:?}): no '/'")))?;
     if addr.contains('%') {
-        return Err(wrap(format!("netip.ParsePrefix({raw:?}): IPv6 zones cannot be present in a prefix")));
+        return Err(wrap(format!(
+            "netip.ParsePrefix({raw:?}): IPv6 zones cannot be present in a prefix"
+        )));
     }
-    let addr: IpAddr = addr
-        .parse()
-        .map_err(|_| wrap(format!("netip.ParsePrefix({raw:?}): ParseAddr({addr:?}): unable to parse IP")))?;
+    let addr: IpAddr = addr.parse().map_err(|_| {
+        wrap(format!(
+            "netip.ParsePrefix({raw:?}): ParseAddr({addr:?}): unable to parse IP"
+        ))
+    })?;
     let max = if addr.is_ipv4() { 32 } else { 128 };
     let leading_zero = bits.len() > 1 && bits.starts_with('0');
     let bits: u8 = match bits.parse::<u8>() {
         Ok(b) if b <= max && !leading_zero && bits.bytes().all(|c| c.is_ascii_digit()) => b,
-        _ => return Err(wrap(format!("netip.ParsePrefix({raw:?}): bad bits after slash: {bits:?}"))),
+        _ => {
+            return Err(wrap(format!(
+                "netip.ParsePrefix({raw:?}): bad bits after slash: {bits:?}"
+            )));
+        }
     };
     if let IpAddr::V6(v6) = addr
         && v6.to_ipv4_mapped().is_some()
     {
-        return Err(wrap(format!("IPv4-mapped IPv6 address {raw:?} is not allowed")));
+        return Err(wrap(format!(
+            "IPv4-mapped IPv6 address {raw:?} is not allowed"
+        )));
     }
     Ok(Cidr { addr, bits })
 }
@@ -81,39 +91,21 @@ impl Cidr {
                 IpAddr::V4(Ipv4Addr::from(u32::from(v4) & mask))
             }
             IpAddr::V6(v6) => {
-                let mask = u128::MAX.checked_shl(128 - u32::from(self.bits)).unwrap_or(0);
+                let mask = u128::MAX
+                    .checked_shl(128 - u32::from(self.bits))
+                    .unwrap_or(0);
                 IpAddr::V6(Ipv6Addr::from(u128::from(v6) & mask))
             }
         }
     }
 
     fn contains(&self, addr: IpAddr) -> bool {
-        let probe = Cidr { addr, bits: self.bits };
+        let probe = Cidr {
+            addr,
+            bits: self.bits,
+        };
         self.addr.is_ipv4() == addr.is_ipv4() && probe.masked_addr() == self.masked_addr()
     }
-}
-
-macro_rules! opaque_val {
-    ($ty:ty, $cel:ident) => {
-        impl Val for $ty {
-            fn get_type(&self) -> &Type {
-                &$cel
-            }
-            fn cel_type() -> &'static Type {
-                &$cel
-            }
-            fn equals(&self, other: &dyn Val) -> bool {
-                other.downcast_ref::<$ty>().is_some_and(|other| other == self)
-            }
-            fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
-                Box::new(self.clone())
-            }
-            fn as_any(&self) -> Option<&dyn Any> {
-                Some(self)
-            }
-        }
-        impl StaticVal for $ty {}
-    };
 }
 
 opaque_val!(Ip, IP_TYPE);
@@ -127,20 +119,73 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_type(cidr())?;
     env.add_overload("ip", "k8s_string_to_ip", vec![STRING_TYPE], to_ip)?;
     env.add_overload("isIP", "k8s_is_ip", vec![STRING_TYPE], is_ip)?;
-    env.add_overload("ip.isCanonical", "k8s_ip_is_canonical", vec![STRING_TYPE], is_canonical)?;
+    env.add_overload(
+        "ip.isCanonical",
+        "k8s_ip_is_canonical",
+        vec![STRING_TYPE],
+        is_canonical,
+    )?;
     env.add_overload("string", "k8s_ip_to_string", vec![ip()], ip_to_string)?;
     env.add_member_overload("family", "k8s_ip_family", ip(), vec![], family)?;
-    env.add_member_overload("isUnspecified", "k8s_ip_is_unspecified", ip(), vec![], is_unspecified)?;
-    env.add_member_overload("isLoopback", "k8s_ip_is_loopback", ip(), vec![], is_loopback)?;
-    env.add_member_overload("isLinkLocalMulticast", "k8s_ip_is_ll_multicast", ip(), vec![], is_link_local_multicast)?;
-    env.add_member_overload("isLinkLocalUnicast", "k8s_ip_is_ll_unicast", ip(), vec![], is_link_local_unicast)?;
-    env.add_member_overload("isGlobalUnicast", "k8s_ip_is_global_unicast", ip(), vec![], is_global_unicast)?;
+    env.add_member_overload(
+        "isUnspecified",
+        "k8s_ip_is_unspecified",
+        ip(),
+        vec![],
+        is_unspecified,
+    )?;
+    env.add_member_overload(
+        "isLoopback",
+        "k8s_ip_is_loopback",
+        ip(),
+        vec![],
+        is_loopback,
+    )?;
+    env.add_member_overload(
+        "isLinkLocalMulticast",
+        "k8s_ip_is_ll_multicast",
+        ip(),
+        vec![],
+        is_link_local_multicast,
+    )?;
+    env.add_member_overload(
+        "isLinkLocalUnicast",
+        "k8s_ip_is_ll_unicast",
+        ip(),
+        vec![],
+        is_link_local_unicast,
+    )?;
+    env.add_member_overload(
+        "isGlobalUnicast",
+        "k8s_ip_is_global_unicast",
+        ip(),
+        vec![],
+        is_global_unicast,
+    )?;
     env.add_overload("cidr", "k8s_string_to_cidr", vec![STRING_TYPE], to_cidr)?;
     env.add_overload("isCIDR", "k8s_is_cidr", vec![STRING_TYPE], is_cidr)?;
     env.add_overload("string", "k8s_cidr_to_string", vec![cidr()], cidr_to_string)?;
-    env.add_member_overload("containsIP", "k8s_cidr_contains_ip", cidr(), vec![ip()], contains_ip)?;
-    env.add_member_overload("containsIP", "k8s_cidr_contains_ip_string", cidr(), vec![STRING_TYPE], contains_ip)?;
-    env.add_member_overload("containsCIDR", "k8s_cidr_contains_cidr", cidr(), vec![cidr()], contains_cidr)?;
+    env.add_member_overload(
+        "containsIP",
+        "k8s_cidr_contains_ip",
+        cidr(),
+        vec![ip()],
+        contains_ip,
+    )?;
+    env.add_member_overload(
+        "containsIP",
+        "k8s_cidr_contains_ip_string",
+        cidr(),
+        vec![STRING_TYPE],
+        contains_ip,
+    )?;
+    env.add_member_overload(
+        "containsCIDR",
+        "k8s_cidr_contains_cidr",
+        cidr(),
+        vec![cidr()],
+        contains_cidr,
+    )?;
     env.add_member_overload(
         "containsCIDR",
         "k8s_cidr_contains_cidr_string",
@@ -150,7 +195,13 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     )?;
     env.add_member_overload("ip", "k8s_cidr_ip", cidr(), vec![], cidr_ip)?;
     env.add_member_overload("masked", "k8s_cidr_masked", cidr(), vec![], masked)?;
-    env.add_member_overload("prefixLength", "k8s_cidr_prefix_length", cidr(), vec![], prefix_length)
+    env.add_member_overload(
+        "prefixLength",
+        "k8s_cidr_prefix_length",
+        cidr(),
+        vec![],
+        prefix_length,
+    )
 }
 
 fn to_ip<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
@@ -186,11 +237,19 @@ fn ip_to_string<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
 
 fn family<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
     let [ip] = take("family", args)?;
-    int(if ip_arg("family", ip.as_ref())?.0.is_ipv4() { 4 } else { 6 })
+    int(if ip_arg("family", ip.as_ref())?.0.is_ipv4() {
+        4
+    } else {
+        6
+    })
 }
 
 /// Applies an address predicate to the receiver.
-fn ip_predicate<'b, 'v>(function: &str, args: Vec<CowVal<'b, 'v>>, test: fn(&IpAddr) -> bool) -> Outcome<'b, 'v> {
+fn ip_predicate<'b, 'v>(
+    function: &str,
+    args: Vec<CowVal<'b, 'v>>,
+    test: fn(&IpAddr) -> bool,
+) -> Outcome<'b, 'v> {
     let [ip] = take(function, args)?;
     boolean(test(&ip_arg(function, ip.as_ref())?.0))
 }
@@ -223,7 +282,11 @@ fn link_local_unicast(addr: &IpAddr) -> bool {
 /// broadcast address (private ranges count as global).
 fn global_unicast(addr: &IpAddr) -> bool {
     let broadcast = matches!(addr, IpAddr::V4(v4) if v4.is_broadcast());
-    !(addr.is_unspecified() || addr.is_loopback() || addr.is_multicast() || link_local_unicast(addr) || broadcast)
+    !(addr.is_unspecified()
+        || addr.is_loopback()
+        || addr.is_multicast()
+        || link_local_unicast(addr)
+        || broadcast)
 }
 
 fn is_link_local_multicast<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
@@ -260,7 +323,8 @@ fn contains_ip<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
     let cidr = cidr_arg("containsIP", cidr.as_ref())?;
     let addr = match other.downcast_ref::<Ip>() {
         Some(ip) => ip.0,
-        None => parse_ip(string_arg("containsIP", other.as_ref())?).map_err(|e| fail("containsIP", e))?,
+        None => parse_ip(string_arg("containsIP", other.as_ref())?)
+            .map_err(|e| fail("containsIP", e))?,
     };
     boolean(cidr.contains(addr))
 }
@@ -270,7 +334,8 @@ fn contains_cidr<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
     let cidr = cidr_arg("containsCIDR", cidr.as_ref())?;
     let other = match other.downcast_ref::<Cidr>() {
         Some(c) => c.clone(),
-        None => parse_cidr(string_arg("containsCIDR", other.as_ref())?).map_err(|e| fail("containsCIDR", e))?,
+        None => parse_cidr(string_arg("containsCIDR", other.as_ref())?)
+            .map_err(|e| fail("containsCIDR", e))?,
     };
     boolean(cidr.bits <= other.bits && cidr.contains(other.addr))
 }
@@ -283,7 +348,10 @@ fn cidr_ip<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
 fn masked<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
     let [cidr] = take("masked", args)?;
     let cidr = cidr_arg("masked", cidr.as_ref())?;
-    Ok(CowVal::owned(Cidr { addr: cidr.masked_addr(), bits: cidr.bits }))
+    Ok(CowVal::owned(Cidr {
+        addr: cidr.masked_addr(),
+        bits: cidr.bits,
+    }))
 }
 
 fn prefix_length<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {

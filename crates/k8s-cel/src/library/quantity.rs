@@ -29,7 +29,8 @@ const MAX_EXPONENT: i64 = 1000;
 const NANO: i32 = -9;
 
 /// The wording of apimachinery's parse errors.
-const ERR_FORMAT: &str = "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
+const ERR_FORMAT: &str =
+    "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'";
 const ERR_SUFFIX: &str = "unable to parse quantity's suffix";
 
 /// A Kubernetes resource quantity: `mantissa × 10^exponent`, exact.
@@ -46,7 +47,8 @@ impl Quantity {
             return Err(ERR_FORMAT.to_owned());
         }
         let parts = split(text).ok_or_else(|| ERR_FORMAT.to_owned())?;
-        let (base, exponent, binary) = interpret_suffix(parts.suffix).ok_or_else(|| ERR_SUFFIX.to_owned())?;
+        let (base, exponent, binary) =
+            interpret_suffix(parts.suffix).ok_or_else(|| ERR_SUFFIX.to_owned())?;
         let digits = format!("{}{}", parts.whole, parts.fraction);
         let mut mantissa: BigInt = digits.parse().unwrap_or_default();
         let mut exp10 = -(parts.fraction.len() as i64);
@@ -56,7 +58,9 @@ impl Quantity {
             exp10 += exponent;
         }
         if !(-MAX_EXPONENT..=MAX_EXPONENT).contains(&exp10) {
-            return Err(format!("quantity exponent out of the supported range (±{MAX_EXPONENT})"));
+            return Err(format!(
+                "quantity exponent out of the supported range (±{MAX_EXPONENT})"
+            ));
         }
         if !parts.positive {
             mantissa = -mantissa;
@@ -90,14 +94,19 @@ impl Quantity {
         if !remainder.is_zero() {
             quotient += 1;
         }
-        let mantissa = if self.mantissa.is_negative() { -quotient } else { quotient };
+        let mantissa = if self.mantissa.is_negative() {
+            -quotient
+        } else {
+            quotient
+        };
         Quantity::new(mantissa, NANO)
     }
 
     /// Both mantissas at the smaller of the two exponents.
     fn aligned(&self, other: &Quantity) -> (BigInt, BigInt, i32) {
         let exponent = self.exponent.min(other.exponent);
-        let scale = |q: &Quantity| &q.mantissa * BigInt::from(10).pow((q.exponent - exponent) as u32);
+        let scale =
+            |q: &Quantity| &q.mantissa * BigInt::from(10).pow((q.exponent - exponent) as u32);
         (scale(self), scale(other), exponent)
     }
 
@@ -141,7 +150,9 @@ impl Quantity {
 
     /// The nearest `f64` (±infinity beyond its range).
     pub(crate) fn as_f64(&self) -> f64 {
-        format!("{}e{}", self.mantissa, self.exponent).parse().unwrap_or(f64::NAN)
+        format!("{}e{}", self.mantissa, self.exponent)
+            .parse()
+            .unwrap_or(f64::NAN)
     }
 }
 
@@ -160,7 +171,11 @@ fn split(text: &str) -> Option<Parts<'_>> {
         Some(b'+') => (true, &text[1..]),
         _ => (true, text),
     };
-    let digits_end = |s: &str| s.bytes().position(|b| !b.is_ascii_digit()).unwrap_or(s.len());
+    let digits_end = |s: &str| {
+        s.bytes()
+            .position(|b| !b.is_ascii_digit())
+            .unwrap_or(s.len())
+    };
     let whole_end = digits_end(rest);
     let (whole, rest) = rest.split_at(whole_end);
     let (fraction, rest) = match rest.strip_prefix('.') {
@@ -176,7 +191,12 @@ fn split(text: &str) -> Option<Parts<'_>> {
     if !tail.bytes().all(|b| b.is_ascii_digit()) {
         return None;
     }
-    Some(Parts { positive, whole, fraction, suffix: rest })
+    Some(Parts {
+        positive,
+        whole,
+        fraction,
+        suffix: rest,
+    })
 }
 
 /// `(base, exponent, binary)` of a suffix: `Ki` is `(2, 10, true)`, `k` `(10, 3, false)`, `e-2`
@@ -252,19 +272,59 @@ impl StaticVal for Quantity {}
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     let q = || QUANTITY_TYPE.to_owned();
     env.add_type(q())?;
-    env.add_overload("quantity", "k8s_string_to_quantity", vec![STRING_TYPE], to_quantity)?;
-    env.add_overload("isQuantity", "k8s_is_quantity_string", vec![STRING_TYPE], is_quantity)?;
+    env.add_overload(
+        "quantity",
+        "k8s_string_to_quantity",
+        vec![STRING_TYPE],
+        to_quantity,
+    )?;
+    env.add_overload(
+        "isQuantity",
+        "k8s_is_quantity_string",
+        vec![STRING_TYPE],
+        is_quantity,
+    )?;
     env.add_overload("sign", "k8s_quantity_sign", vec![q()], sign)?;
-    env.add_member_overload("isInteger", "k8s_quantity_is_integer", q(), vec![], is_integer)?;
+    env.add_member_overload(
+        "isInteger",
+        "k8s_quantity_is_integer",
+        q(),
+        vec![],
+        is_integer,
+    )?;
     env.add_member_overload("asInteger", "k8s_quantity_get_int", q(), vec![], as_integer)?;
-    env.add_member_overload("asApproximateFloat", "k8s_quantity_get_float", q(), vec![], as_float)?;
+    env.add_member_overload(
+        "asApproximateFloat",
+        "k8s_quantity_get_float",
+        q(),
+        vec![],
+        as_float,
+    )?;
     env.add_member_overload("add", "k8s_quantity_add", q(), vec![q()], add)?;
     env.add_member_overload("add", "k8s_quantity_add_int", q(), vec![INT_TYPE], add)?;
     env.add_member_overload("sub", "k8s_quantity_sub", q(), vec![q()], sub)?;
     env.add_member_overload("sub", "k8s_quantity_sub_int", q(), vec![INT_TYPE], sub)?;
-    env.add_member_overload("isGreaterThan", "k8s_quantity_is_greater_than", q(), vec![q()], is_greater_than)?;
-    env.add_member_overload("isLessThan", "k8s_quantity_is_less_than", q(), vec![q()], is_less_than)?;
-    env.add_member_overload("compareTo", "k8s_quantity_compare_to", q(), vec![q()], compare_to)
+    env.add_member_overload(
+        "isGreaterThan",
+        "k8s_quantity_is_greater_than",
+        q(),
+        vec![q()],
+        is_greater_than,
+    )?;
+    env.add_member_overload(
+        "isLessThan",
+        "k8s_quantity_is_less_than",
+        q(),
+        vec![q()],
+        is_less_than,
+    )?;
+    env.add_member_overload(
+        "compareTo",
+        "k8s_quantity_compare_to",
+        q(),
+        vec![q()],
+        compare_to,
+    )
 }
 
 fn quantity_arg<'a>(function: &str, val: &'a dyn Val) -> Result<&'a Quantity, ExecutionError> {
@@ -358,7 +418,9 @@ mod tests {
 
     #[test]
     fn parses_what_apimachinery_parses() {
-        for text in ["1.5G", "200k", "1.3Gi", "10000k", ".5", "5.", "+", "-", "Mi", "1e3", "0", "-1.5e-3"] {
+        for text in [
+            "1.5G", "200k", "1.3Gi", "10000k", ".5", "5.", "+", "-", "Mi", "1e3", "0", "-1.5e-3",
+        ] {
             assert!(Quantity::parse(text).is_ok(), "{text}");
         }
         for text in ["200K", "Three", "1,3G", "1e", "", "1x", "1e3.5"] {
@@ -376,8 +438,14 @@ mod tests {
 
     #[test]
     fn rounds_up_to_nano_and_caps_binary_values() {
-        assert_eq!(q("1.0000000001").cmp_value(&q("1.000000001")), Ordering::Equal);
-        assert_eq!(q("-1.0000000001").cmp_value(&q("-1.000000001")), Ordering::Equal);
+        assert_eq!(
+            q("1.0000000001").cmp_value(&q("1.000000001")),
+            Ordering::Equal
+        );
+        assert_eq!(
+            q("-1.0000000001").cmp_value(&q("-1.000000001")),
+            Ordering::Equal
+        );
         assert_eq!(q("1e-10").cmp_value(&q("1n")), Ordering::Equal);
         assert_eq!(q("16Ei").as_i64(), Some(i64::MAX));
     }

@@ -25,8 +25,20 @@ thread_local! {
 
 /// Registers `find` and `findAll`.
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
-    env.add_member_overload("find", "k8s_string_find", STRING_TYPE, vec![STRING_TYPE], find)?;
-    env.add_member_overload("findAll", "k8s_string_find_all", STRING_TYPE, vec![STRING_TYPE], find_all)?;
+    env.add_member_overload(
+        "find",
+        "k8s_string_find",
+        STRING_TYPE,
+        vec![STRING_TYPE],
+        find,
+    )?;
+    env.add_member_overload(
+        "findAll",
+        "k8s_string_find_all",
+        STRING_TYPE,
+        vec![STRING_TYPE],
+        find_all,
+    )?;
     env.add_member_overload(
         "findAll",
         "k8s_string_find_all_n",
@@ -44,7 +56,11 @@ pub(crate) fn compile(pattern: &str) -> Result<Regex, regex::Error> {
 }
 
 /// Runs `f` with the compiled `pattern`, from the thread's cache when it is there.
-fn with_regex<T>(function: &str, pattern: &str, f: impl FnOnce(&Regex) -> T) -> Result<T, ExecutionError> {
+fn with_regex<T>(
+    function: &str,
+    pattern: &str,
+    f: impl FnOnce(&Regex) -> T,
+) -> Result<T, ExecutionError> {
     CACHE.with(|cache| {
         let mut cache = cache.borrow_mut();
         if let Some(regex) = cache.get(pattern) {
@@ -64,7 +80,9 @@ fn find<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
     let [text, pattern] = take("find", args)?;
     let text = string_arg("find", text.as_ref())?;
     let pattern = string_arg("find", pattern.as_ref())?;
-    let found = with_regex("find", pattern, |re| re.find(text).map(|m| m.as_str().to_owned()))?;
+    let found = with_regex("find", pattern, |re| {
+        re.find(text).map(|m| m.as_str().to_owned())
+    })?;
     string(found.unwrap_or_default())
 }
 

@@ -8,11 +8,10 @@
 //! characters, the scheme, the port and the host characters. The `url` crate is used only for
 //! percent-decoding the query.
 
-use super::{Outcome, boolean, fail, string, string_arg, take, typed_arg};
+use super::{Outcome, boolean, fail, opaque_val, string, string_arg, take, typed_arg};
 use cel::common::types::{CelList, CelMap, CelMapKey, CelString, STRING_TYPE, Type};
-use cel::common::value::{CowVal, StaticVal, Val};
+use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env};
-use std::any::Any;
 use std::collections::HashMap;
 
 /// The CEL type of a URL, named as Kubernetes names it.
@@ -30,14 +29,16 @@ pub(crate) struct Url {
 impl Url {
     /// Parses `raw` as `url.ParseRequestURI` accepts it; the error is worded after Go's.
     pub(crate) fn parse(raw: &str) -> Result<Url, String> {
-        let error = |reason: &str| format!("URL parse error during conversion from string: parse {raw:?}: {reason}");
+        let error = |reason: &str| {
+            format!("URL parse error during conversion from string: parse {raw:?}: {reason}")
+        };
         if raw.bytes().any(|b| b < 0x20 || b == 0x7f) {
             return Err(error("net/url: invalid control character in URL"));
         }
         if raw.is_empty() {
             return Err(error("empty url"));
         }
-        let (scheme, rest) = split_scheme(raw).map_err(|e| error(e))?;
+        let (scheme, rest) = split_scheme(raw).map_err(&error)?;
         let (rest, raw_query) = match rest.split_once('?') {
             Some((before, query)) => (before, query.to_owned()),
             None => (rest, String::new()),
@@ -47,26 +48,40 @@ impl Url {
                 return Err(error("invalid URI for request"));
             }
             // An opaque URL (`mailto:x`): no host, no path.
-            return Ok(Url { scheme, host: String::new(), path: String::new(), raw_query });
+            return Ok(Url {
+                scheme,
+                host: String::new(),
+                path: String::new(),
+                raw_query,
+            });
         }
         let (host, path) = match rest.strip_prefix("//").filter(|_| !scheme.is_empty()) {
             Some(after) => {
                 let end = after.find('/').unwrap_or(after.len());
                 let authority = &after[..end];
-                let host = authority.rsplit_once('@').map_or(authority, |(_, host)| host);
+                let host = authority
+                    .rsplit_once('@')
+                    .map_or(authority, |(_, host)| host);
                 check_host(host).map_err(|e| error(&e))?;
                 (host.to_owned(), after[end..].to_owned())
             }
             None => (String::new(), rest.to_owned()),
         };
         check_escapes(&path).map_err(|e| error(&e))?;
-        Ok(Url { scheme, host, path, raw_query })
+        Ok(Url {
+            scheme,
+            host,
+            path,
+            raw_query,
+        })
     }
 
     /// The host without the port or the IPv6 brackets (Go's `Hostname`).
     fn hostname(&self) -> &str {
         let (host, _) = split_port(&self.host);
-        host.strip_prefix('[').and_then(|h| h.strip_suffix(']')).unwrap_or(host)
+        host.strip_prefix('[')
+            .and_then(|h| h.strip_suffix(']'))
+            .unwrap_or(host)
     }
 
     /// The port, empty when there is none (Go's `Port`).
@@ -102,14 +117,22 @@ fn split_port(host: &str) -> (&str, &str) {
 fn check_host(host: &str) -> Result<(), String> {
     let (name, port) = split_port(host);
     if host.contains(':') && !host.starts_with('[') && name.contains(':') {
-        return Err(format!("invalid port {:?} after host", &host[host.find(':').unwrap_or(0)..]));
+        return Err(format!(
+            "invalid port {:?} after host",
+            &host[host.find(':').unwrap_or(0)..]
+        ));
     }
     if !port.bytes().all(|b| b.is_ascii_digit()) {
         return Err(format!("invalid port \":{port}\" after host"));
     }
-    let allowed = |c: char| c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:[]<>\"%".contains(c) || !c.is_ascii();
+    let allowed = |c: char| {
+        c.is_ascii_alphanumeric() || "-._~!$&'()*+,;=:[]<>\"%".contains(c) || !c.is_ascii()
+    };
     if let Some(bad) = name.chars().find(|c| !allowed(*c)) {
-        return Err(format!("invalid character {:?} in host name", bad.to_string()));
+        return Err(format!(
+            "invalid character {:?} in host name",
+            bad.to_string()
+        ));
     }
     check_escapes(name)
 }
@@ -121,7 +144,8 @@ fn check_escapes(text: &str) -> Result<(), String> {
         if *b == b'%' {
             let escape = bytes.get(i + 1..i + 3).unwrap_or(&bytes[i + 1..]);
             if escape.len() < 2 || !escape.iter().all(u8::is_ascii_hexdigit) {
-                let shown = String::from_utf8_lossy(&bytes[i..(i + 3).min(bytes.len())]).into_owned();
+                let shown =
+                    String::from_utf8_lossy(&bytes[i..(i + 3).min(bytes.len())]).into_owned();
                 return Err(format!("invalid URL escape {shown:?}"));
             }
         }
@@ -146,25 +170,7 @@ fn escaped_path(path: &str) -> String {
     out
 }
 
-impl Val for Url {
-    fn get_type(&self) -> &Type {
-        &URL_TYPE
-    }
-    fn cel_type() -> &'static Type {
-        &URL_TYPE
-    }
-    fn equals(&self, other: &dyn Val) -> bool {
-        other.downcast_ref::<Url>().is_some_and(|other| other == self)
-    }
-    fn clone_as_boxed<'v>(&self) -> Box<dyn Val + 'v> {
-        Box::new(self.clone())
-    }
-    fn as_any(&self) -> Option<&dyn Any> {
-        Some(self)
-    }
-}
-
-impl StaticVal for Url {}
+opaque_val!(Url, URL_TYPE);
 
 /// Registers the URL functions.
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
@@ -174,9 +180,21 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_overload("isURL", "k8s_is_url", vec![STRING_TYPE], is_url)?;
     env.add_member_overload("getScheme", "k8s_url_get_scheme", u(), vec![], get_scheme)?;
     env.add_member_overload("getHost", "k8s_url_get_host", u(), vec![], get_host)?;
-    env.add_member_overload("getHostname", "k8s_url_get_hostname", u(), vec![], get_hostname)?;
+    env.add_member_overload(
+        "getHostname",
+        "k8s_url_get_hostname",
+        u(),
+        vec![],
+        get_hostname,
+    )?;
     env.add_member_overload("getPort", "k8s_url_get_port", u(), vec![], get_port)?;
-    env.add_member_overload("getEscapedPath", "k8s_url_get_escaped_path", u(), vec![], get_escaped_path)?;
+    env.add_member_overload(
+        "getEscapedPath",
+        "k8s_url_get_escaped_path",
+        u(),
+        vec![],
+        get_escaped_path,
+    )?;
     env.add_member_overload("getQuery", "k8s_url_get_query", u(), vec![], get_query)
 }
 
@@ -192,7 +210,11 @@ fn is_url<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
 }
 
 /// Applies a string accessor to the receiver URL.
-fn accessor<'b, 'v>(function: &str, args: Vec<CowVal<'b, 'v>>, get: fn(&Url) -> String) -> Outcome<'b, 'v> {
+fn accessor<'b, 'v>(
+    function: &str,
+    args: Vec<CowVal<'b, 'v>>,
+    get: fn(&Url) -> String,
+) -> Outcome<'b, 'v> {
     let [url] = take(function, args)?;
     string(get(typed_arg::<Url>(function, url.as_ref())?))
 }
@@ -223,7 +245,11 @@ fn get_query<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
     let [url] = take("getQuery", args)?;
     let url = typed_arg::<Url>("getQuery", url.as_ref())?;
     let mut query: Vec<(String, Vec<String>)> = Vec::new();
-    for pair in url.raw_query.split('&').filter(|p| !p.is_empty() && !p.contains(';')) {
+    for pair in url
+        .raw_query
+        .split('&')
+        .filter(|p| !p.is_empty() && !p.contains(';'))
+    {
         if check_escapes(pair).is_err() {
             continue;
         }
@@ -247,7 +273,10 @@ fn get_query<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
                 .into_iter()
                 .map(|v| Box::new(CelString::from(v)) as Box<dyn Val + 'v>)
                 .collect();
-            (CelMapKey::from(key), Box::new(CelList::from(values)) as Box<dyn Val + 'v>)
+            (
+                CelMapKey::from(key),
+                Box::new(CelList::from(values)) as Box<dyn Val + 'v>,
+            )
         })
         .collect();
     Ok(CowVal::owned(CelMap::from(map)))
@@ -260,7 +289,10 @@ mod tests {
     #[test]
     fn keeps_the_text_as_go_does() {
         let url = Url::parse("https://Example.com:80/p?q=1").unwrap();
-        assert_eq!((url.host.as_str(), url.hostname(), url.port()), ("Example.com:80", "Example.com", "80"));
+        assert_eq!(
+            (url.host.as_str(), url.hostname(), url.port()),
+            ("Example.com:80", "Example.com", "80")
+        );
         let v6 = Url::parse("https://[::1]:80/").unwrap();
         assert_eq!((v6.hostname(), v6.port()), ("::1", "80"));
         assert_eq!(Url::parse("/abs/path").unwrap().scheme, "");
@@ -268,7 +300,15 @@ mod tests {
 
     #[test]
     fn refuses_what_parse_request_uri_refuses() {
-        for raw in ["relative/path", "https://a b", "", ":x", "https://a:b/", "http://a/%zz", "a\u{7f}"] {
+        for raw in [
+            "relative/path",
+            "https://a b",
+            "",
+            ":x",
+            "https://a:b/",
+            "http://a/%zz",
+            "a\u{7f}",
+        ] {
             assert!(Url::parse(raw).is_err(), "{raw}");
         }
     }

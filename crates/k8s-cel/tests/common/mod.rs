@@ -15,8 +15,10 @@ pub(crate) fn pod() -> Value {
 
 /// What one validation gives: `Ok(true)` passes, `Ok(false)` fails, `Err` is the error text.
 pub(crate) fn outcome(expression: &str) -> Result<bool, String> {
-    let program = CelProgram::compile(&json!({"validations": [{"expression": expression, "message": "FALSE"}]}))
-        .map_err(|e| e.to_string())?;
+    let program = CelProgram::compile(
+        &json!({"validations": [{"expression": expression, "message": "FALSE"}]}),
+    )
+    .map_err(|e| e.to_string())?;
     let object = pod();
     let constraint = json!({"kind": "K", "spec": {"parameters": {"p": 1}}});
     let decisions = program.evaluate(&Bindings {
@@ -41,5 +43,9 @@ pub(crate) fn assert_all_true(expressions: &[&str]) {
             other => Some(format!("{e}\n    => {other:?}")),
         })
         .collect();
-    assert!(failures.is_empty(), "expressions that do not hold:\n{}", failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "expressions that do not hold:\n{}",
+        failures.join("\n")
+    );
 }
