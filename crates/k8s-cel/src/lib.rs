@@ -7,7 +7,7 @@
 //! `namespaceObject`, `variables.anyObject`, `variables.params`, and `params` in variables), the
 //! message and failure-policy rules. **Not for:** matching (`spec.match` is the engine's job, as
 //! it is gator's), reading files or clusters (the crate is pure: no I/O), or ValidatingAdmission
-//! Policy objects themselves. The crate's `docs/cel-semantics.md` records the reference behaviour.
+//! Policy objects themselves. [`gator_request`] builds the `request` gator binds for an object. The crate's `docs/cel-semantics.md` records the reference behaviour.
 //!
 //! CEL itself is cel-rust (the `cel` crate); the Kubernetes libraries are in `library`
 //! (lists, regex, quantity, URLs, IP/CIDR, format, sets), cel-rust's strings and lists
@@ -45,6 +45,7 @@ mod env;
 mod error;
 pub(crate) mod library;
 mod program;
+mod request;
 mod source;
 mod value;
 
@@ -54,5 +55,6 @@ pub use program::{
     Bindings, CelProgram, CelViolation, DEFAULT_REASON, Decision, MAX_EXPRESSION_BYTES,
     MAX_EXPRESSION_NESTING, MAX_MESSAGE_BYTES, PreparedBindings,
 };
+pub use request::gator_request;
 pub use source::{FailurePolicy, Named, Source, Validation};
 pub use value::MAX_DEPTH;
