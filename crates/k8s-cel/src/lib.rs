@@ -7,7 +7,8 @@
 //! `namespaceObject`, `variables.anyObject`, `variables.params`, and `params` in variables), the
 //! message and failure-policy rules. **Not for:** matching (`spec.match` is the engine's job, as
 //! it is gator's), reading files or clusters (the crate is pure: no I/O), or ValidatingAdmission
-//! Policy objects themselves. [`gator_request`] builds the `request` gator binds for an object. The crate's `docs/cel-semantics.md` records the reference behaviour.
+//! Policy objects themselves. [`gator_request`] builds the `request` gator binds for an object;
+//! the crate's `docs/cel-semantics.md` records the reference behaviour.
 //!
 //! CEL itself is cel-rust (the `cel` crate); the Kubernetes libraries are in `library`
 //! (lists, regex, quantity, URLs, IP/CIDR, format, sets), cel-rust's strings and lists
