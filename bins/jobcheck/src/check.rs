@@ -6,6 +6,7 @@ use std::path::Path;
 
 use admission_core::{RegionPolicy, Verdict, prefill_namespaces};
 use anyhow::Context;
+use policy_client::{MAX_BODY_BYTES, REGION_NAME_RULE, is_valid_region_name};
 use serde_json::Value;
 
 use crate::live::{self, RegionsFileChoice};
@@ -123,6 +124,11 @@ pub(crate) fn parse_policy_flags(flags: &[String]) -> Result<Vec<(String, String
                 "--policy-file {flag:?} is not REGION=FILE"
             )));
         }
+        if !is_valid_region_name(region) {
+            return Err(CheckError::Usage(format!(
+                "--policy-file region {region:?} {REGION_NAME_RULE}"
+            )));
+        }
         if sources.iter().any(|(r, _)| r == region) {
             return Err(CheckError::Usage(format!(
                 "region {region} is given more than once with --policy-file"
@@ -145,13 +151,10 @@ fn read_policy_files(sources: &[(String, String)]) -> Result<Vec<RegionPolicy>, 
         .collect()
 }
 
+/// A saved body is read like a live one: a regular file of at most the live body's cap.
 fn read_policy_body(path: &Path) -> Result<Value, CheckError> {
-    let text = std::fs::read_to_string(path).map_err(|error| {
-        CheckError::Usage(format!(
-            "cannot read policy file {}: {error}",
-            path.display()
-        ))
-    })?;
+    let text = bounded_input::read_file_to_string(path, MAX_BODY_BYTES as u64)
+        .map_err(|error| CheckError::Usage(format!("cannot read policy file: {error}")))?;
     if let Ok(body) = serde_json::from_str::<Value>(&text) {
         return Ok(body);
     }

@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use admission_core::RegionPolicy;
 use anyhow::anyhow;
-use policy_client::{PolicyClient, Region, RegionsConfig};
+use policy_client::{PolicyClient, Region, RegionsConfig, RegionsFileError};
 
 use crate::check::CheckError;
 
@@ -48,8 +48,10 @@ impl RegionsFileChoice {
                  JOBCHECK_REGIONS_FILE or ./{DEFAULT_REGIONS_FILE}"
             )));
         }
-        RegionsConfig::load(&self.path).map_err(|error| {
-            CheckError::Usage(format!("{}: {}", self.path.display(), chain(error)))
+        RegionsConfig::load(&self.path).map_err(|error| match error {
+            // A read error names the path already.
+            RegionsFileError::Read(_) => CheckError::Usage(chain(error)),
+            _ => CheckError::Usage(format!("{}: {}", self.path.display(), chain(error))),
         })
     }
 }

@@ -1,34 +1,49 @@
 //! Loading manifests: a file (every YAML document), a directory (sorted `*.yaml` then sorted
 //! `*.yml`, not recursive) or `-` for stdin. YAML anchors and aliases are rejected, `null`
 //! documents dropped; other non-mapping documents are kept (evaluation skips them).
+//!
+//! Every read goes through `bounded-input`: regular files only (a FIFO, `/dev/zero` or a socket,
+//! directly or through a symlink, is refused without blocking), at most [`MANIFEST_FILE_CAP`] per
+//! file or stdin and [`MANIFESTS_TOTAL_CAP`] over a directory; and every text passes the YAML
+//! nesting pre-scan before the parser sees it (libyaml is quadratic on deep nesting).
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
+
+use bounded_input::Budget;
 
 use serde::Deserialize;
 use serde_json::{Map, Number, Value};
 use yaml_rust2::scanner::{Scanner, TokenType};
 
+/// The largest manifest file (or stdin) read.
+pub(crate) const MANIFEST_FILE_CAP: u64 = 8 * 1024 * 1024;
+/// The most read over all the files of a manifest directory.
+pub(crate) const MANIFESTS_TOTAL_CAP: u64 = 64 * 1024 * 1024;
+
 /// Loads every manifest under `path`; the error is a one-line message naming the file.
 pub(crate) fn load(path: &Path) -> Result<Vec<Value>, String> {
     if path == Path::new("-") {
-        let mut text = String::new();
-        std::io::stdin()
-            .read_to_string(&mut text)
-            .map_err(|error| format!("cannot read manifests from stdin: {error}"))?;
+        let text = bounded_input::read_capped_to_string(
+            std::io::stdin().lock(),
+            MANIFEST_FILE_CAP,
+            "stdin",
+        )
+        .map_err(|error| format!("cannot read manifests: {error}"))?;
         return parse_document(&text).map_err(|problem| format!("stdin: {problem}"));
     }
-    let files = if path.is_dir() {
-        directory_files(path)?
-    } else if path.is_file() {
-        vec![path.to_path_buf()]
-    } else {
-        return Err(format!("Path not found: {}", path.display()));
+    let files = match std::fs::metadata(path) {
+        Ok(metadata) if metadata.is_dir() => directory_files(path)?,
+        // The reference's message for a path that does not exist (a dangling symlink too).
+        Err(error) if error.kind() == std::io::ErrorKind::NotFound => {
+            return Err(format!("Path not found: {}", path.display()));
+        }
+        // Anything else is read as a file, which refuses what is not a regular file.
+        _ => vec![path.to_path_buf()],
     };
+    let mut budget = Budget::new(MANIFESTS_TOTAL_CAP);
     let mut manifests = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(&file)
-            .map_err(|error| format!("cannot read manifest file {}: {error}", file.display()))?;
+        let text = read_manifest_file(&file, &mut budget)?;
         let documents = parse_document(&text).map_err(|problem| {
             format!(
                 "manifest file {} is not valid YAML: {problem}",
@@ -40,7 +55,19 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Value>, String> {
     Ok(manifests)
 }
 
-/// Sorted `*.yaml` files, then sorted `*.yml` files, of a directory.
+/// One manifest file's text, counted against the directory's `budget`.
+fn read_manifest_file(file: &Path, budget: &mut Budget) -> Result<String, String> {
+    let fail = |error: bounded_input::ReadError| format!("cannot read manifest file: {error}");
+    let text = bounded_input::read_file_to_string(file, MANIFEST_FILE_CAP).map_err(fail)?;
+    budget
+        .take(text.len() as u64, &file.display().to_string())
+        .map_err(fail)?;
+    Ok(text)
+}
+
+/// Sorted `*.yaml` entries, then sorted `*.yml` entries, of a directory: every entry so named,
+/// whatever it is (as the reference globs them), so one that is not a regular file is an error
+/// when read rather than silently skipped.
 fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     let entries = std::fs::read_dir(dir)
         .map_err(|error| format!("cannot read directory {}: {error}", dir.display()))?;
@@ -50,9 +77,6 @@ fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
         let entry =
             entry.map_err(|error| format!("cannot read directory {}: {error}", dir.display()))?;
         let path = entry.path();
-        if !path.is_file() {
-            continue;
-        }
         match path.extension().and_then(|e| e.to_str()) {
             Some("yaml") => yaml.push(path),
             Some("yml") => yml.push(path),
@@ -65,9 +89,11 @@ fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     Ok(yaml)
 }
 
-/// Parses every YAML document of `text` into JSON values, rejecting anchors and aliases and
-/// dropping `null` documents.
+/// Parses every YAML document of `text` into JSON values, rejecting excessive nesting (before
+/// any parser sees the text), anchors and aliases, and dropping `null` documents.
 pub(crate) fn parse_document(text: &str) -> Result<Vec<Value>, String> {
+    bounded_input::check_yaml_nesting(text, bounded_input::YAML_MAX_DEPTH)
+        .map_err(|error| error.to_string())?;
     reject_anchors_and_aliases(text)?;
     let mut documents = Vec::new();
     for document in serde_yaml::Deserializer::from_str(text) {
@@ -156,6 +182,87 @@ mod tests {
             docs,
             vec![serde_json::json!({"kind": "Job"}), serde_json::json!(["a"])]
         );
+    }
+
+    #[test]
+    fn nesting_past_the_cap_is_refused_before_parsing() {
+        let deep = format!("a: {}1{}\n", "[".repeat(200), "]".repeat(200));
+        let error = parse_document(&deep).unwrap_err();
+        assert_eq!(
+            error,
+            "recursion limit exceeded: YAML nested deeper than 128 levels at line 1"
+        );
+    }
+
+    /// Fuzzing (`arbtest`, a small budget; `ARBTEST_BUDGET_MS` raises it): YAML assembled from
+    /// the pieces that stress a loader — tags, anchors, merges, odd scalars, flow and block
+    /// mixes, control characters — must load or fail, never panic.
+    #[test]
+    fn fuzzed_yaml_never_panics() {
+        const PIECES: &[&str] = &[
+            "kind: Job\n",
+            "metadata:\n",
+            "  name: x\n",
+            "  ",
+            "- ",
+            "[",
+            "]",
+            "{",
+            "}",
+            ": ",
+            ", ",
+            "\n",
+            "&a ",
+            "*a",
+            "!!binary ",
+            "!!float ",
+            "!!int ",
+            "!tag ",
+            ".nan",
+            ".inf",
+            "-.inf",
+            "? ",
+            "---\n",
+            "...\n",
+            "\"",
+            "'",
+            "|\n",
+            ">-\n",
+            "\t",
+            "# c\n",
+            "<<: *a\n",
+            "0x10",
+            "0o7",
+            "1e400",
+            "-0",
+            "~",
+            "null",
+            "yes",
+            "1_000",
+            "\u{0}",
+            "\u{feff}",
+            "\u{1b}",
+            "%YAML 1.2\n",
+            "2001-12-14t21:59:43.10-05:00",
+            "é",
+            "\\x",
+        ];
+        let property = |u: &mut arbitrary::Unstructured<'_>| -> arbitrary::Result<()> {
+            let mut text = String::new();
+            for _ in 0..u.int_in_range(0..=60)? {
+                if u.ratio(1, 8)? {
+                    text.push_str(&u.arbitrary::<String>()?);
+                } else {
+                    text.push_str(u.choose(PIECES)?);
+                }
+            }
+            let _ = parse_document(&text);
+            Ok(())
+        };
+        let test = arbtest::arbtest(property);
+        if std::env::var_os("ARBTEST_BUDGET_MS").is_none() {
+            test.budget_ms(2_000).run();
+        }
     }
 
     #[test]

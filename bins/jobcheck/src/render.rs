@@ -89,19 +89,21 @@ pub(crate) fn table(report: &CheckReport, policies: &[RegionPolicy]) -> String {
         out.push('\n');
         render_verdicts(&mut out, &report.verdicts, "  ");
     }
-    let _ = writeln!(
-        out,
-        "\n  Cross-region policy agreement — {} region(s) read",
-        policies.len()
-    );
-    out.push_str(RULE);
-    out.push('\n');
     let readable: Vec<&str> = policies
         .iter()
         .filter(|p| p.is_ok())
         .map(|p| p.region.as_str())
         .collect();
-    if readable.len() < 2 {
+    let _ = writeln!(
+        out,
+        "\n  Cross-region policy agreement — {} region(s) read",
+        read_count(readable.len(), policies.len())
+    );
+    out.push_str(RULE);
+    out.push('\n');
+    if readable.is_empty() {
+        out.push_str("    no region readable; nothing to compare\n");
+    } else if readable.len() < 2 {
         out.push_str("    only one region readable; nothing to compare\n");
     } else if report.policy_drift.is_empty() {
         let _ = writeln!(out, "    identical across {}", readable.join(", "));
@@ -135,6 +137,16 @@ pub(crate) fn table(report: &CheckReport, policies: &[RegionPolicy]) -> String {
     }
     out.push('\n');
     out
+}
+
+/// How many regions were read: `3` when all were (the reference's text), `1 of 3` when some
+/// could not be read (the reference counts regions asked, read or not).
+fn read_count(readable: usize, asked: usize) -> String {
+    if readable == asked {
+        asked.to_string()
+    } else {
+        format!("{readable} of {asked}")
+    }
 }
 
 /// `    [warning: ][Kind/name ][check] message` ("Kind/name " omitted without a label).

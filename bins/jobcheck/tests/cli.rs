@@ -263,7 +263,7 @@ fn usage_errors_exit_two_with_one_line_naming_the_file() {
                 "--policy-file".into(),
                 format!("us-east-1={missing}"),
             ],
-            format!("cannot read policy file {missing}"),
+            format!("cannot read policy file: {missing}: no such file"),
         ),
         (
             vec![

@@ -6,7 +6,10 @@ use std::process::{Command, Output};
 
 use serde_json::json;
 use test_support::TestCa;
-use test_support::policy_server::{Behaviour, PolicyServer, sample_policy_response};
+use test_support::policy_server::{
+    AuthCheck, Behaviour, PolicyServer, Route, echo_authorization_into_a_cap,
+    echo_credentials_everywhere, leaked_encoding, sample_policy_response,
+};
 
 fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
@@ -33,15 +36,13 @@ impl Fleet {
         server.route("eu-west-1", Behaviour::Serve(capped));
         server.route("ap-south-1", Behaviour::Status(500));
         let dir = tempfile::tempdir().expect("temp dir");
-        std::fs::write(dir.path().join("ca.pem"), ca.ca_pem()).expect("write CA");
-        let regions: String = ["us-east-1", "eu-west-1", "ap-south-1"]
-            .iter()
-            .map(|r| format!("  - name: {r}\n    endpoint: {}\n", server.endpoint(r)))
-            .collect();
-        let file = format!(
-            "regions:\n{regions}auth: {{type: none}}\ntimeoutSeconds: 5\ndeadlineSeconds: 10\ncaFile: ca.pem\n"
+        write_regions_file(
+            dir.path(),
+            &ca,
+            &server,
+            &["us-east-1", "eu-west-1", "ap-south-1"],
+            "auth: {type: none}\ntimeoutSeconds: 5\ndeadlineSeconds: 10\n",
         );
-        std::fs::write(dir.path().join("jobcheck.yaml"), file).expect("write regions file");
         Fleet { server, dir }
     }
 
@@ -57,6 +58,29 @@ impl Fleet {
             .output()
             .expect("jobcheck runs")
     }
+}
+
+/// Writes `dir/jobcheck.yaml` listing `regions` of `server` (trusting `ca` through `caFile`) with
+/// the `settings` lines, and returns its path.
+fn write_regions_file(
+    dir: &Path,
+    ca: &TestCa,
+    server: &PolicyServer,
+    regions: &[&str],
+    settings: &str,
+) -> PathBuf {
+    std::fs::write(dir.join("ca.pem"), ca.ca_pem()).expect("write CA");
+    let entries: String = regions
+        .iter()
+        .map(|r| format!("  - name: {r}\n    endpoint: {}\n", server.endpoint(r)))
+        .collect();
+    let file = dir.join("jobcheck.yaml");
+    std::fs::write(
+        &file,
+        format!("regions:\n{entries}{settings}caFile: ca.pem\n"),
+    )
+    .expect("write regions file");
+    file
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -199,4 +223,68 @@ fn regions_file_problems_are_usage_errors() {
     let message = text(&output.stderr);
     assert!(message.contains("regions[0].endpoint"), "{message}");
     assert_eq!(message.lines().count(), 1, "{message}");
+}
+
+#[test]
+fn a_region_echoing_the_bearer_token_never_prints_it() {
+    const TOKEN: &str = "tok/SECRET+8f3a.Zq~x";
+    let ca = TestCa::new();
+    let server = PolicyServer::start(&ca);
+    for (name, echo) in [
+        (
+            "cap",
+            echo_authorization_into_a_cap
+                as fn(&test_support::RecordedRequest) -> serde_json::Value,
+        ),
+        ("everywhere", echo_credentials_everywhere),
+    ] {
+        server.route(
+            name,
+            Route {
+                behaviour: Behaviour::Echo(echo),
+                auth: AuthCheck::Bearer(TOKEN.into()),
+            },
+        );
+    }
+    server.route("plain", Behaviour::Serve(sample_policy_response("plain")));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write_regions_file(
+        dir.path(),
+        &ca,
+        &server,
+        &["cap", "everywhere", "plain"],
+        "auth: {type: bearer, tokenEnv: GCO_TOKEN}\n",
+    );
+    let runs: [&[&str]; 7] = [
+        &["check", JOB],
+        &["check", JOB, "-o", "json"],
+        &["check", JOB, "-o", "yaml"],
+        &["check"],
+        &["policy", "-r", "everywhere"],
+        &["policy", "-r", "everywhere", "-o", "json"],
+        &["policy", "-r", "cap"],
+    ];
+    let mut rendered = String::new();
+    for args in runs {
+        let output = Command::new(env!("CARGO_BIN_EXE_jobcheck"))
+            .args(args)
+            .current_dir(root())
+            .env("JOBCHECK_REGIONS_FILE", &file)
+            .env("GCO_TOKEN", format!("{TOKEN}\n"))
+            .output()
+            .expect("jobcheck runs");
+        assert!(matches!(output.status.code(), Some(0 | 1)), "{args:?}");
+        rendered.push_str(&text(&output.stdout));
+        rendered.push_str(&text(&output.stderr));
+    }
+    // The echo did reach the output, scrubbed.
+    assert!(
+        rendered.contains("invalid literal for int() with base 10: '[redacted]'"),
+        "{rendered}"
+    );
+    assert!(rendered.contains("org-[redacted]"), "{rendered}");
+    assert!(!rendered.contains("panicked at"), "{rendered}");
+    if let Some(encoded) = leaked_encoding(&rendered, TOKEN) {
+        panic!("the token leaked as {encoded:?} into:\n{rendered}");
+    }
 }

@@ -348,7 +348,7 @@ fn live_ok_run_posts_digests_and_pushes_loki() {
         &live.all_hooks(),
     );
     assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
-    let document: Value = serde_json::from_str(&outcome.stdout).unwrap();
+    let document = first_json(&outcome.stdout);
     assert_eq!(document["run"]["status"], "ok");
     assert_eq!(
         document["run"]["posted"],
@@ -394,8 +394,7 @@ fn live_ok_run_posts_digests_and_pushes_loki() {
         ],
         &hooks(&live.slack, &TEAMS),
     );
-    let replayed: Value = serde_json::from_str(&replay.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", replay.stdout, replay.stderr));
+    let replayed = first_json(&replay.stdout);
     assert_eq!(replayed["run"]["status"], "ok", "{}", replay.stderr);
     assert_eq!(
         replayed["digests"]["raster"]["text"]
@@ -406,6 +405,15 @@ fn live_ok_run_posts_digests_and_pushes_loki() {
             .map(|t| t.lines().count())
     );
     assert_eq!(replayed["run"]["auditCheck"], document["run"]["auditCheck"]);
+}
+
+/// The first JSON document on stdout (`-o json` prints the document, then the run line).
+fn first_json(stdout: &str) -> Value {
+    serde_json::Deserializer::from_str(stdout)
+        .into_iter::<Value>()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("no JSON document on stdout: {stdout}"))
 }
 
 #[test]
@@ -765,4 +773,146 @@ fn audit_mismatch_beyond_the_tolerance_is_partial_and_names_the_rule() {
         serde_json::json!({"engine": 12, "audit": 17})
     );
     assert_eq!(line["auditCheck"]["K8sReplicaLimits"], "skipped");
+}
+
+/// `run` of the policy-errors scenario (a policy that fails to evaluate on some workloads and is
+/// violated by others) as a dry run writing `--out`, with `extra` arguments.
+fn run_policy_errors(out_dir: &Path, extra: &[&str]) -> Outcome {
+    let slack = SlackServer::start();
+    let mut args = vec![
+        "run",
+        "--config",
+        "fixtures/policy-errors/config.yaml",
+        "--snapshot",
+        "fixtures/policy-errors/cluster",
+        "--dry-run",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ];
+    args.extend_from_slice(extra);
+    let outcome = run(&args, &hooks(&slack, &TEAMS));
+    assert!(slack.requests().is_empty(), "a dry run posts nothing");
+    outcome
+}
+
+/// Every Loki line of `loki.json` (its team label, then the line with sorted keys) without what
+/// comes from the clock, in push order (streams sorted by labels).
+fn loki_lines(out_dir: &Path) -> String {
+    let push: Value =
+        serde_json::from_str(&std::fs::read_to_string(out_dir.join("loki.json")).unwrap()).unwrap();
+    let mut lines = Vec::new();
+    for stream in push["streams"].as_array().unwrap() {
+        for value in stream["values"].as_array().unwrap() {
+            let mut line: BTreeMap<String, Value> =
+                serde_json::from_str(value[1].as_str().unwrap()).unwrap();
+            for clock in ["runId", "startedAt", "finishedAt"] {
+                line.remove(clock);
+            }
+            lines.push(format!(
+                "{} {}",
+                stream["stream"]["team"].as_str().unwrap(),
+                serde_json::to_string(&line).unwrap()
+            ));
+        }
+    }
+    lines.join("\n")
+}
+
+#[test]
+fn policy_errors_are_counted_apart_and_told_to_the_default_team() {
+    let dir = tempfile::tempdir().unwrap();
+    let out_dir = dir.path().join("out");
+    let outcome = run_policy_errors(&out_dir, &[]);
+    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+    let run_line = outcome.run_line();
+    // the engine worked: the run is ok although a policy erred
+    assert_eq!(run_line["status"], "ok");
+    assert_eq!(run_line["reason"], "");
+    // Gatekeeper's audit counts a policy error in totalViolations: 4 violations + 5 errors
+    assert_eq!(
+        run_line["auditCheck"]["K8sOwner"],
+        serde_json::json!({"engine": 9, "audit": 9})
+    );
+    assert!(
+        outcome
+            .stderr
+            .contains("audit check K8sOwner: engine 9 (5 of them policy errors), audit 9"),
+        "{}",
+        outcome.stderr
+    );
+    insta::assert_snapshot!("policy_errors_stdout", normalize(&outcome.stdout));
+    let read = |file: &str| std::fs::read_to_string(out_dir.join(file)).unwrap();
+    // payments: `N policy errors` under the rule, the erring workloads never listed
+    let payments = read("slack/payments.json");
+    insta::assert_snapshot!(
+        "policy_errors_payments_digest",
+        normalize_digest(&payments, &run_line)
+    );
+    for erring in ["worker", "checkout"] {
+        assert!(!payments.contains(&format!("`{erring}`")), "{payments}");
+    }
+    // raster's only finding is an error: nothing for raster to fix, so no digest
+    assert!(!out_dir.join("slack/raster.json").exists());
+    // the default team hears of every erring Constraint, in an ok run
+    let problems = read("slack/infra.problems.json");
+    insta::assert_snapshot!(
+        "policy_errors_problems",
+        normalize_digest(&problems, &run_line)
+    );
+    // Loki: errors counted on summary/team_total/run lines and as policy_error lines; never a
+    // violation line, never a category
+    let lines = loki_lines(&out_dir);
+    insta::assert_snapshot!("policy_errors_loki_lines", lines);
+    assert!(!lines.contains("\"other\""), "{lines}");
+    for line in lines
+        .lines()
+        .filter(|l| l.contains("\"type\":\"violation\""))
+    {
+        assert!(line.contains("has no owner"), "{line}");
+    }
+}
+
+#[test]
+fn policy_errors_from_gator_are_counted_as_from_the_embedded_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    let embedded_out = dir.path().join("embedded");
+    let embedded = run_policy_errors(&embedded_out, &[]);
+    let embedded_line = embedded.run_line();
+    let embedded_digest = normalize_digest(
+        &std::fs::read_to_string(embedded_out.join("slack/payments.json")).unwrap(),
+        &embedded_line,
+    );
+    // a stand-in gator printing what gator v3.21.1 printed for this scenario's projection
+    let recorded = root().join("crates/gator-runner/tests/data/gator-policy-errors.json");
+    let gator = dir.path().join("stand-in-gator");
+    std::fs::write(&gator, format!("#!/bin/sh\ncat '{}'\n", recorded.display())).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&gator, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    for engine in ["gator", "both"] {
+        let out_dir = dir.path().join(engine);
+        let outcome = run_policy_errors(
+            &out_dir,
+            &["--engine", engine, "--gator", gator.to_str().unwrap()],
+        );
+        assert_eq!(outcome.code, 0, "{engine}: {}", outcome.stderr);
+        let line = outcome.run_line();
+        assert_eq!(line["status"], "ok", "{engine}");
+        assert_eq!(line["auditCheck"], embedded_line["auditCheck"], "{engine}");
+        let digest = normalize_digest(
+            &std::fs::read_to_string(out_dir.join("slack/payments.json")).unwrap(),
+            &line,
+        );
+        assert_eq!(digest, embedded_digest, "{engine}: the same counts");
+        assert!(!out_dir.join("slack/raster.json").exists(), "{engine}");
+        let problems = std::fs::read_to_string(out_dir.join("slack/infra.problems.json")).unwrap();
+        assert!(
+            problems.contains(
+                "• *K8sOwner* `owner-required`: 4 objects, first `Deployment payments-dev/worker`: "
+            ),
+            "{engine}: {problems}"
+        );
+    }
 }

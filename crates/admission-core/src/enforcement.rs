@@ -140,7 +140,7 @@ pub fn enforcement_warnings(
                             .or_default()
                             .entry((quota_name.to_string(), resource.to_string()))
                             .or_default();
-                        entry.total += total;
+                        entry.total = entry.total.saturating_add(total);
                         entry.exceeded_alone |= over;
                         entry.manifests += 1;
                     }
@@ -390,11 +390,11 @@ fn pod_amount<'a>(
     resource: &str,
     amount: impl Fn(&Container<'a>, &str) -> Option<i128>,
 ) -> i128 {
-    let app: i128 = group
+    let app = group
         .containers
         .iter()
         .filter_map(|c| amount(c, resource))
-        .sum();
+        .fold(0_i128, i128::saturating_add);
     let init = group
         .init_containers
         .iter()
@@ -405,6 +405,7 @@ fn pod_amount<'a>(
 }
 
 /// Per-resource totals over all pods of a manifest: requests and limits, plus the pod count.
+/// Sums and products saturate (a manifest may ask for `replicas: 9223372036854775807`).
 struct Totals {
     requests: BTreeMap<String, i128>,
     limits: BTreeMap<String, i128>,
@@ -418,7 +419,7 @@ fn manifest_totals(groups: &[PodGroup<'_>]) -> Totals {
         pods: 0,
     };
     for group in groups {
-        totals.pods += group.pods;
+        totals.pods = totals.pods.saturating_add(group.pods);
         let mut resources: Vec<&str> = group
             .containers
             .iter()
@@ -428,10 +429,13 @@ fn manifest_totals(groups: &[PodGroup<'_>]) -> Totals {
         resources.sort_unstable();
         resources.dedup();
         for resource in resources {
-            let request = pod_amount(group, resource, Container::request) * group.pods;
-            let limit = pod_amount(group, resource, Container::limit) * group.pods;
-            *totals.requests.entry(resource.to_string()).or_default() += request;
-            *totals.limits.entry(resource.to_string()).or_default() += limit;
+            let request =
+                pod_amount(group, resource, Container::request).saturating_mul(group.pods);
+            let limit = pod_amount(group, resource, Container::limit).saturating_mul(group.pods);
+            let requests = totals.requests.entry(resource.to_string()).or_default();
+            *requests = requests.saturating_add(request);
+            let limits = totals.limits.entry(resource.to_string()).or_default();
+            *limits = limits.saturating_add(limit);
         }
     }
     totals
@@ -442,7 +446,7 @@ fn manifest_totals(groups: &[PodGroup<'_>]) -> Totals {
 fn quota_usage(key: &str, totals: &Totals) -> Option<i128> {
     let requested = |resource: &str| totals.requests.get(resource).copied().unwrap_or(0);
     if key == "pods" {
-        return Some(totals.pods * NANO);
+        return Some(totals.pods.saturating_mul(NANO));
     }
     if let Some(resource) = key.strip_prefix("requests.") {
         return Some(requested(resource));

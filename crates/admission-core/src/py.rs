@@ -314,21 +314,76 @@ pub(crate) fn py_cmp(a: &Value, b: &Value) -> PyResult<Ordering> {
 }
 
 /// Python `sorted(values)`: a stable sort that fails like Python when two items cannot be ordered.
+///
+/// The sort itself always runs on [`total_cmp`], a total order that agrees with Python's `<`
+/// wherever Python can compare (so the result is Python's whenever Python succeeds: a stable sort
+/// under one total order has one answer). Each compared pair is also checked with [`py_cmp`], and
+/// the first pair Python could not compare is the `TypeError`. Which pairs a sort compares depends
+/// on the algorithm, but every sort compares a set of pairs that links all items, so a list mixing
+/// types Python cannot order (`1` and `"a"`), or holding `None` or a dict beside anything, raises
+/// here exactly when it raises in Python; only nested lists that differ in an incomparable
+/// position deep inside can raise in one and not the other.
 pub(crate) fn py_sort(values: &mut [Value]) -> PyResult<()> {
     if values.len() < 2 {
         return Ok(());
     }
     let mut failure: Option<PythonError> = None;
-    values.sort_by(|a, b| match py_cmp(a, b) {
-        Ok(ordering) => ordering,
-        Err(error) => {
-            failure.get_or_insert(error);
-            Ordering::Equal
+    values.sort_by(|a, b| {
+        if failure.is_none()
+            && let Err(error) = py_cmp(a, b)
+        {
+            failure = Some(error);
         }
+        total_cmp(a, b)
     });
     match failure {
         Some(error) => Err(error),
         None => Ok(()),
+    }
+}
+
+/// A total order on JSON values that agrees with [`py_cmp`] wherever that succeeds and is
+/// `Equal` exactly when [`py_eq`] holds: numbers (bools included) by value, then strings by code
+/// point, then lists lexicographically, then `null`, then dicts (by their sorted items).
+pub(crate) fn total_cmp(a: &Value, b: &Value) -> Ordering {
+    match (a, b) {
+        (Value::String(x), Value::String(y)) => x.as_str().cmp(y.as_str()),
+        (Value::Array(x), Value::Array(y)) => {
+            for (p, q) in x.iter().zip(y) {
+                if !py_eq(p, q) {
+                    return total_cmp(p, q);
+                }
+            }
+            x.len().cmp(&y.len())
+        }
+        (Value::Object(x), Value::Object(y)) => {
+            let mut left: Vec<(&String, &Value)> = x.iter().collect();
+            let mut right: Vec<(&String, &Value)> = y.iter().collect();
+            left.sort_by(|p, q| p.0.cmp(q.0));
+            right.sort_by(|p, q| p.0.cmp(q.0));
+            for ((kp, vp), (kq, vq)) in left.iter().zip(&right) {
+                let order = kp.cmp(kq).then_with(|| total_cmp(vp, vq));
+                if order != Ordering::Equal {
+                    return order;
+                }
+            }
+            left.len().cmp(&right.len())
+        }
+        _ => match (as_num(a), as_num(b)) {
+            (Some(x), Some(y)) => num_cmp(x, y).unwrap_or(Ordering::Equal),
+            _ => type_rank(a).cmp(&type_rank(b)),
+        },
+    }
+}
+
+/// The place of each JSON type in [`total_cmp`].
+fn type_rank(value: &Value) -> u8 {
+    match value {
+        Value::Bool(_) | Value::Number(_) => 0,
+        Value::String(_) => 1,
+        Value::Array(_) => 2,
+        Value::Null => 3,
+        Value::Object(_) => 4,
     }
 }
 
@@ -738,5 +793,58 @@ mod tests {
         let mut nums = vec![json!(2), json!(true), json!(1.5)];
         py_sort(&mut nums).unwrap();
         assert_eq!(nums, vec![json!(true), json!(1.5), json!(2)]);
+        let mut lists = vec![json!(["b"]), json!([1, 2]), json!(["a", 1]), json!([1])];
+        assert!(py_sort(&mut lists).is_err(), "[1] < ['a'] raises in Python");
+        let mut nested = vec![json!([2, "x"]), json!([1, "y"]), json!([1, "x"])];
+        py_sort(&mut nested).unwrap();
+        assert_eq!(
+            nested,
+            vec![json!([1, "x"]), json!([1, "y"]), json!([2, "x"])]
+        );
+        for unorderable in [json!(null), json!({})] {
+            let mut pair = vec![unorderable.clone(), unorderable];
+            assert!(py_sort(&mut pair).is_err(), "{pair:?}");
+        }
+    }
+
+    #[test]
+    fn the_sort_order_is_total_and_agrees_with_equality() {
+        let values = [
+            json!(null),
+            json!(false),
+            json!(true),
+            json!(0),
+            json!(1),
+            json!(1.0),
+            json!(-2.5),
+            json!(u64::MAX),
+            json!(""),
+            json!("a"),
+            json!("b"),
+            json!([]),
+            json!([1]),
+            json!([1.0, "a"]),
+            json!(["a"]),
+            json!({}),
+            json!({"a": 1}),
+            json!({"a": 1.0}),
+            json!({"b": 1, "a": 2}),
+            json!({"a": 2, "b": 1}),
+        ];
+        for a in &values {
+            for b in &values {
+                assert_eq!(total_cmp(a, b), total_cmp(b, a).reverse(), "{a} {b}");
+                assert_eq!(total_cmp(a, b) == Ordering::Equal, py_eq(a, b), "{a} {b}");
+                if let Ok(order) = py_cmp(a, b) {
+                    assert_eq!(total_cmp(a, b), order, "{a} {b}");
+                }
+                for c in &values {
+                    if total_cmp(a, b) != Ordering::Greater && total_cmp(b, c) != Ordering::Greater
+                    {
+                        assert_ne!(total_cmp(a, c), Ordering::Greater, "{a} {b} {c}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -8,6 +8,13 @@
 //! `"skipped"` only when none of its Constraints is fresh. Counts agree when they differ by at
 //! most `max(absolute, relative × audit)`; the boundary is agreement. The result does not depend
 //! on the order of Constraints or results.
+//!
+//! Like with like: Gatekeeper's audit adds one to a Constraint's `totalViolations` for every
+//! result its review returns, and a policy that fails to evaluate on an object returns a result
+//! too (its message is the error, one per matching Constraint of the template; a matching error
+//! likewise). So the engine side counts every result of the Constraint — violations and policy
+//! errors, on any object — although the digests count errors apart; the log and a disagreement
+//! say how many of the engine's results were errors.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +22,7 @@ use jiff::{SignedDuration, Timestamp};
 use report_sinks::model::AuditCheck;
 
 use crate::config::AuditConfig;
-use crate::count::Finding;
+use crate::count::{Finding, FindingKind};
 
 /// What the cross-check needs of one Constraint.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -39,6 +46,9 @@ pub struct AuditOutcome {
     pub checks: BTreeMap<String, AuditCheck>,
     /// Rules whose counts disagree, with a message naming the rule and both counts.
     pub mismatches: Vec<String>,
+    /// Rule → how many of a compared rule's engine results were policy errors (included in its
+    /// `engine` count, as the audit includes them); rules without errors are absent.
+    pub errors: BTreeMap<String, u64>,
     /// Log lines naming every Constraint that was skipped (stale or unaudited), sorted.
     pub skipped: Vec<String>,
 }
@@ -51,17 +61,23 @@ pub fn cross_check(
     results: &[Finding],
     audit: &AuditConfig,
 ) -> AuditOutcome {
-    let mut engine_counts: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    // (constraint kind, name) → (results, of which policy errors)
+    let mut engine_counts: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
     for result in results {
-        *engine_counts
+        let counts = engine_counts
             .entry((
                 result.constraint_kind.as_str(),
                 result.constraint_name.as_str(),
             ))
-            .or_insert(0) += 1;
+            .or_insert((0, 0));
+        counts.0 += 1;
+        if result.kind == FindingKind::PolicyError {
+            counts.1 += 1;
+        }
     }
     let fresh_after = SignedDuration::try_from(audit.fresh_after).unwrap_or(SignedDuration::MAX);
-    let mut sums: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    // rule → (engine results, audit total, engine policy errors) over its fresh Constraints
+    let mut sums: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
     let mut skipped = Vec::new();
     for c in constraints {
         if !rules.contains(&c.kind) {
@@ -86,23 +102,29 @@ pub fn cross_check(
                 continue;
             }
         }
-        let engine = engine_counts
+        let (engine, errors) = engine_counts
             .get(&(c.kind.as_str(), c.name.as_str()))
             .copied()
-            .unwrap_or(0);
-        let sum = sums.entry(c.kind.as_str()).or_insert((0, 0));
+            .unwrap_or((0, 0));
+        let sum = sums.entry(c.kind.as_str()).or_insert((0, 0, 0));
         sum.0 += engine;
         sum.1 += total;
+        sum.2 += errors;
     }
     skipped.sort();
     let mut checks = BTreeMap::new();
     let mut mismatches = Vec::new();
+    let mut error_counts = BTreeMap::new();
     for rule in rules {
         let check = match sums.get(rule.as_str()) {
-            Some(&(engine, audit_total)) => {
+            Some(&(engine, audit_total, errors)) => {
+                if errors > 0 {
+                    error_counts.insert(rule.clone(), errors);
+                }
                 if !audit.tolerance.agrees(engine, audit_total) {
                     mismatches.push(format!(
-                        "audit check disagrees for {rule}: engine {engine}, audit {audit_total}"
+                        "audit check disagrees for {rule}: engine {engine}{}, audit {audit_total}",
+                        of_them_errors(errors)
                     ));
                 }
                 AuditCheck::Compared {
@@ -117,7 +139,17 @@ pub fn cross_check(
     AuditOutcome {
         checks,
         mismatches,
+        errors: error_counts,
         skipped,
+    }
+}
+
+/// ` (N of them policy errors)`, or nothing when there are none.
+pub fn of_them_errors(errors: u64) -> String {
+    match errors {
+        0 => String::new(),
+        1 => " (1 of them a policy error)".to_string(),
+        n => format!(" ({n} of them policy errors)"),
     }
 }
 
@@ -146,7 +178,7 @@ mod tests {
 
     use super::*;
     use crate::config::Tolerance;
-    use crate::count::tests::result;
+    use crate::count::tests::{error, result};
 
     fn audit_config() -> AuditConfig {
         AuditConfig {
@@ -329,6 +361,62 @@ mod tests {
         assert_eq!(
             serde_json::to_string(&checks).unwrap(),
             r#"{"K8sContainerLimits":"skipped","K8sRequiredLabels":"skipped"}"#
+        );
+    }
+
+    #[test]
+    fn policy_errors_count_toward_the_engine_as_the_audit_counts_them() {
+        // Gatekeeper's audit counted 3 violations and 2 errors (one error per matching
+        // Constraint of the template) in totalViolations
+        let c = [constraint(
+            "labels",
+            "2026-11-01T00:00:00Z",
+            Some("2026-11-02T00:00:00Z"),
+            Some(5),
+        )];
+        let mut all = results("labels", 3);
+        for name in ["e1", "e2"] {
+            all.push(error(result(
+                "K8sRequiredLabels",
+                "labels",
+                "Deployment",
+                "ns",
+                name,
+                "eval_conflict_error: complete rules must not produce multiple outputs",
+            )));
+        }
+        let exact = AuditConfig {
+            tolerance: Tolerance {
+                absolute: 0,
+                relative: 0.0,
+            },
+            ..audit_config()
+        };
+        let outcome = cross_check(&rules(), &c, &all, &exact);
+        assert!(outcome.mismatches.is_empty(), "{:?}", outcome.mismatches);
+        assert_eq!(
+            outcome.checks["K8sRequiredLabels"],
+            AuditCheck::Compared {
+                engine: 5,
+                audit: 5
+            }
+        );
+        assert_eq!(
+            outcome.errors,
+            BTreeMap::from([("K8sRequiredLabels".to_string(), 2)])
+        );
+        // an audit that left the errors out disagrees, and the message says how many errors
+        // the engine's count holds
+        let c = [ConstraintAudit {
+            total_violations: Some(3),
+            ..c[0].clone()
+        }];
+        let outcome = cross_check(&rules(), &c, &all, &exact);
+        assert_eq!(
+            outcome.mismatches,
+            [
+                "audit check disagrees for K8sRequiredLabels: engine 5 (2 of them policy errors), audit 3"
+            ]
         );
     }
 }

@@ -12,6 +12,11 @@
 //! Every problem goes to the default team's webhook in one problems message (after the digests
 //! and the Loki push); the run line is always returned for stdout and pushed to Loki. A dry run
 //! suppresses Slack only: a team without a webhook still makes the run partial.
+//!
+//! Policy errors (a Constraint that failed to evaluate on some objects) are not problems of the
+//! run: when the engines themselves worked the run stays ok. They are the policy owners' to fix,
+//! so the problems message goes to the default team also for an ok run that has them, naming
+//! every erring Constraint; like any message, one that cannot be delivered makes the run partial.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -19,12 +24,11 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use jiff::Timestamp;
 use report_sinks::model::{AuditCheck, Report, RunStatus, RunSummary};
 use report_sinks::slack::{SlackMessage, SlackOptions, SlackSink, TeamDigest, problems_message};
-use report_sinks::{LokiPush, LokiSink, SendError, Sink, WebhookUrl, hide};
-use secrecy::ExposeSecret;
+use report_sinks::{LokiPush, LokiSink, SendError, Sink, WebhookUrl};
 
-use crate::audit::{ConstraintAudit, all_skipped, cross_check};
+use crate::audit::{ConstraintAudit, all_skipped, cross_check, of_them_errors};
 use crate::config::{Config, EngineChoice, Settings, webhook_env_var};
-use crate::count::{Finding, count};
+use crate::count::{Finding, count, policy_errors};
 
 /// What collecting gives the run: the evaluation's results and the audit facts.
 #[derive(Debug, Clone, Default)]
@@ -69,7 +73,7 @@ pub struct RunOutput {
     pub report: Report,
     /// Every digest rendered (posted, or in a dry run, would have been), sorted by team.
     pub digests: Vec<TeamDigest>,
-    /// The problems message for the default team, when the run was not ok.
+    /// The problems message for the default team, when the run was not ok or a policy erred.
     pub problems: Option<SlackMessage>,
     /// The Loki push as sent (or as it would be sent when no Loki URL is configured).
     pub loki: LokiPush,
@@ -97,35 +101,20 @@ pub fn run_id(started_at: Timestamp) -> String {
     started_at.strftime("%Y%m%dT%H%M%SZ").to_string()
 }
 
+/// Redacts every secret of the run ([`Settings::redactor`]) from problems and log lines.
 struct Scrubber {
-    secrets: Vec<String>,
+    redactor: report_sinks::Redactor,
 }
 
 impl Scrubber {
     fn new(settings: &Settings) -> Scrubber {
-        let mut secrets: Vec<String> = settings
-            .webhooks
-            .values()
-            .flatten()
-            .map(|s| s.expose_secret().to_string())
-            .collect();
-        match &settings.loki_auth {
-            Some(report_sinks::LokiAuth::Basic { password, .. }) => {
-                secrets.push(password.expose_secret().to_string())
-            }
-            Some(report_sinks::LokiAuth::Bearer(token)) => {
-                secrets.push(token.expose_secret().to_string())
-            }
-            None => {}
+        Scrubber {
+            redactor: settings.redactor(),
         }
-        secrets.retain(|s| s.len() >= 2);
-        Scrubber { secrets }
     }
 
     fn clean(&self, text: &str) -> String {
-        self.secrets
-            .iter()
-            .fold(text.to_string(), |acc, secret| hide(&acc, secret))
+        self.redactor.redact(text)
     }
 }
 
@@ -176,14 +165,30 @@ pub fn execute(
         }
     };
 
-    let (teams, audit_check) = match &collected {
+    let (teams, erring, audit_check) = match &collected {
         None => {
             status = RunStatus::Skipped;
             log.push(format!("run skipped: {}", problems.join("; ")));
-            (BTreeMap::new(), all_skipped(&config.constraint_kinds))
+            (
+                BTreeMap::new(),
+                Vec::new(),
+                all_skipped(&config.constraint_kinds),
+            )
         }
         Some(collected) => {
             let teams = count(config, &collected.results);
+            let erring = policy_errors(config, &collected.results);
+            for error in &erring {
+                let objects = if error.objects == 1 {
+                    "object"
+                } else {
+                    "objects"
+                };
+                log.push(format!(
+                    "policy error: {} {} failed to evaluate on {} {objects}, first {}: {}",
+                    error.rule, error.constraint, error.objects, error.first_object, error.message
+                ));
+            }
             let outcome = cross_check(
                 &config.constraint_kinds,
                 &collected.constraints,
@@ -194,8 +199,10 @@ pub fn execute(
             for (rule, check) in &outcome.checks {
                 match check {
                     AuditCheck::Compared { engine, audit } => {
+                        let errors = outcome.errors.get(rule).copied().unwrap_or(0);
                         log.push(format!(
-                            "audit check {rule}: engine {engine}, audit {audit}"
+                            "audit check {rule}: engine {engine}{}, audit {audit}",
+                            of_them_errors(errors)
                         ));
                     }
                     AuditCheck::Skipped => {
@@ -207,7 +214,7 @@ pub fn execute(
                 status = RunStatus::Partial;
                 problems.extend(outcome.mismatches.iter().cloned());
             }
-            (teams, outcome.checks)
+            (teams, erring, outcome.checks)
         }
     };
 
@@ -226,6 +233,7 @@ pub fn execute(
             finished_at: started_at,
         },
         teams,
+        policy_errors: erring,
         problems: Vec::new(),
     };
 
@@ -298,10 +306,10 @@ pub fn execute(
         },
     }
 
-    let problems_msg = if report.run.status == RunStatus::Ok {
+    let problems_msg = if report.run.status == RunStatus::Ok && report.policy_errors.is_empty() {
         None
     } else {
-        let message = problems_message(&report.run, &problems, &options);
+        let message = problems_message(&report.run, &problems, &report.policy_errors, &options);
         let team = config.default_team.clone();
         match webhook_for(settings, &team) {
             Err(reason) => {
@@ -325,6 +333,9 @@ pub fn execute(
                     problems.push(reason);
                 }
             },
+        }
+        if failed.contains(&team) && report.run.status == RunStatus::Ok {
+            report.run.status = RunStatus::Partial;
         }
         report.run.failed = failed.iter().cloned().collect();
         report.run.reason = problems.join("; ");

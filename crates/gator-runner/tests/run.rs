@@ -61,6 +61,25 @@ fn warn_results_with_exit_0_are_results_and_no_flag_by_default() {
 }
 
 #[test]
+fn evaluation_errors_are_results_without_details() {
+    // what gator v3.21.1 printed for fixtures/policy-errors: a template whose complete rule
+    // conflicts on some objects (eval_conflict_error) and is violated by others
+    let dir = tempfile::tempdir().unwrap();
+    let fixture = common::data("gator-policy-errors.json");
+    let gator = stand_in(dir.path(), &format!("cat '{}'", fixture.display()));
+    let results = GatorRunner::new(&gator).test(&input(dir.path())).unwrap();
+    let (errors, violations): (Vec<_>, Vec<_>) = results.iter().partition(|r| r.details.is_none());
+    assert_eq!((errors.len(), violations.len()), (5, 4));
+    assert!(errors.iter().all(|r| r.msg
+        == "template:3: eval_conflict_error: complete rules must not produce multiple outputs"));
+    assert!(
+        violations
+            .iter()
+            .all(|r| r.details.as_deref() == Some("{}"))
+    );
+}
+
+#[test]
 fn null_is_no_results() {
     let dir = tempfile::tempdir().unwrap();
     let gator = stand_in(dir.path(), "printf null");

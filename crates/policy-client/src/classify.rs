@@ -11,7 +11,9 @@ use http::header::RETRY_AFTER;
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
+use crate::redact::Redactor;
 use crate::request::RequestError;
+use crate::timing;
 
 /// The largest response body accepted (8 MiB); reading stops there.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
@@ -81,6 +83,23 @@ pub enum FetchError {
 }
 
 impl FetchError {
+    /// The same failure with every text that came from outside (a TLS or connection detail,
+    /// which can quote a certificate's names) passed through `redactor`.
+    pub fn scrubbed(self, redactor: &Redactor) -> FetchError {
+        match self {
+            FetchError::Tls { detail } => FetchError::Tls {
+                detail: redactor.scrub(&detail).into_owned(),
+            },
+            FetchError::Connect { detail } => FetchError::Connect {
+                detail: redactor.scrub(&detail).into_owned(),
+            },
+            FetchError::NotJson { detail } => FetchError::NotJson {
+                detail: redactor.scrub(&detail).into_owned(),
+            },
+            other => other,
+        }
+    }
+
     /// The region status this failure maps to: transport problems are `unreachable`, everything
     /// else is `error`.
     pub fn status(&self) -> FetchStatus {
@@ -125,6 +144,38 @@ pub fn classify_status(status: StatusCode, headers: &HeaderMap, attempt: u32) ->
             attempts: attempt,
         })
     }
+}
+
+/// How long to wait before retrying a retryable `status` answered to attempt `attempt` (of
+/// `attempts`), with `remaining` time before the deadline: the server's `Retry-After` when it sent
+/// one, else `backoff_base * 2^(attempt - 1)`. Fails when the attempts are used up or the wait
+/// would reach the deadline. All arithmetic saturates: any `Retry-After` or option is safe.
+pub fn retry_delay(
+    status: StatusCode,
+    retry_after: Option<Duration>,
+    attempt: u32,
+    attempts: u32,
+    backoff_base: Duration,
+    remaining: Duration,
+) -> Result<Duration, FetchError> {
+    let exhausted = FetchError::Status {
+        status,
+        attempts: attempt,
+    };
+    if attempt >= attempts {
+        return Err(exhausted);
+    }
+    let wait = retry_after.unwrap_or_else(|| timing::backoff(backoff_base, attempt));
+    if wait >= remaining {
+        return Err(match retry_after {
+            Some(retry_after) => FetchError::RetryAfterBeyondDeadline {
+                status,
+                retry_after,
+            },
+            None => exhausted,
+        });
+    }
+    Ok(wait)
 }
 
 /// Whether a status is retried for GET: 429, 502, 503, 504.
@@ -241,6 +292,40 @@ mod tests {
         assert_eq!(deadline.status(), FetchStatus::Unreachable);
         assert_eq!(seconds(Duration::from_millis(1500)), "1.5s");
         assert_eq!(seconds(Duration::from_millis(250)), "0.25s");
+    }
+
+    #[test]
+    fn retry_delays_saturate_and_respect_the_deadline() {
+        let busy = StatusCode::SERVICE_UNAVAILABLE;
+        let second = Duration::from_secs(1);
+        let minute = Duration::from_secs(60);
+        assert_eq!(retry_delay(busy, None, 1, 3, second, minute), Ok(second));
+        assert_eq!(
+            retry_delay(busy, None, 2, 3, second, minute),
+            Ok(2 * second)
+        );
+        assert_eq!(
+            retry_delay(busy, None, 3, 3, second, minute),
+            Err(FetchError::Status {
+                status: busy,
+                attempts: 3
+            })
+        );
+        let forever = Duration::from_secs(u64::MAX);
+        assert_eq!(
+            retry_delay(busy, Some(forever), 1, 3, second, minute),
+            Err(FetchError::RetryAfterBeyondDeadline {
+                status: busy,
+                retry_after: forever
+            })
+        );
+        assert_eq!(
+            retry_delay(busy, None, 40, 50, Duration::MAX, Duration::MAX),
+            Err(FetchError::Status {
+                status: busy,
+                attempts: 40
+            })
+        );
     }
 
     #[test]

@@ -1,5 +1,8 @@
 //! The policy client: one region's document with retries and timeouts, and the concurrent
 //! fan-out over many regions with a hard deadline, results in the requested order.
+//!
+//! Every read ends in [`Inner::read_scrubbed`]: the body and any failure text pass through a
+//! [`Redactor`] that knows the credentials sent, before a reason or a verdict is built from them.
 
 use std::future::Future;
 use std::sync::Arc;
@@ -11,9 +14,11 @@ use tokio::task::JoinSet;
 use tokio::time::Instant;
 use tracing::Instrument;
 
-use crate::classify::{FetchError, StatusAction, classify_status, parse_body};
+use crate::classify::{FetchError, StatusAction, classify_status, parse_body, retry_delay};
+use crate::redact::Redactor;
 use crate::regions::{Auth, Region, RegionsConfig};
-use crate::request::build_policy_request;
+use crate::request::{build_policy_request, credentials_in_use, sensitive_header_values};
+use crate::timing::instant_after;
 use crate::transport::{ClientError, Transport, TrustRoots};
 
 /// Reads credentials by variable name (the process environment, or a map in tests).
@@ -139,9 +144,10 @@ impl PolicyClient {
 
     /// One region's full response body (`jobcheck policy -r REGION`), with retries, bounded by
     /// the per-request timeout and the deadline. Any JSON is returned as is.
+    /// Credentials the server echoes are replaced by `[redacted]`.
     pub async fn fetch_policy_document(&self, region: &Region) -> Result<Value, FetchError> {
-        let deadline = Instant::now() + self.inner.options.deadline;
-        let read = self.inner.read_document(region, deadline);
+        let deadline = instant_after(Instant::now(), self.inner.options.deadline);
+        let read = async { self.inner.read_scrubbed(region, deadline).await.0 };
         match tokio::time::timeout_at(deadline, read).await {
             Ok(result) => result,
             Err(_) => Err(FetchError::Deadline {
@@ -166,7 +172,7 @@ impl PolicyClient {
         progress: &mut (dyn FnMut(&[String]) + Send),
     ) -> Vec<RegionPolicy> {
         let started = Instant::now();
-        let deadline = started + self.inner.options.deadline;
+        let deadline = instant_after(started, self.inner.options.deadline);
         let mut slots: Vec<Option<RegionPolicy>> = vec![None; regions.len()];
         let mut tasks = JoinSet::new();
         let mut task_index = std::collections::HashMap::new();
@@ -176,8 +182,11 @@ impl PolicyClient {
             let span = tracing::info_span!("policy_read", region = %region.name);
             let handle = tasks.spawn(
                 async move {
-                    let result = inner.read_document(&region, deadline).await;
-                    let policy = into_region_policy(&region.name, result);
+                    let (result, redactor) = inner.read_scrubbed(&region, deadline).await;
+                    let mut policy = into_region_policy(&region.name, result);
+                    // The reason was built from scrubbed text; scrub it once more, as every
+                    // reason is, in case a conversion re-encoded something.
+                    policy.reason = policy.reason.map(|r| redactor.scrub(&r).into_owned());
                     tracing::debug!(status = ?policy.status, "policy read finished");
                     (index, policy)
                 }
@@ -195,7 +204,7 @@ impl PolicyClient {
                 .collect()
         };
         let mut reported = false;
-        let progress_at = started + self.inner.options.progress_after;
+        let progress_at = instant_after(started, self.inner.options.progress_after);
         let collect = async {
             loop {
                 tokio::select! {
@@ -282,16 +291,41 @@ fn block_on<F: Future>(future: F) -> Result<F::Output, ClientError> {
 }
 
 impl Inner {
+    /// [`Inner::read_document`], with the body (every string, key and number) and any failure
+    /// text scrubbed of the credentials in use and of every credential header sent; also returns
+    /// that scrubber for the texts built from the result.
+    async fn read_scrubbed(
+        &self,
+        region: &Region,
+        deadline: Instant,
+    ) -> (Result<Value, FetchError>, Redactor) {
+        let mut sent = Vec::new();
+        let result = self.read_document(region, deadline, &mut sent).await;
+        let secrets = credentials_in_use(&self.auth, self.env.as_ref());
+        let redactor = Redactor::new(secrets.into_iter().chain(sent));
+        let result = match result {
+            Ok(body) => Ok(redactor.scrub_value(body)),
+            Err(error) => Err(error.scrubbed(&redactor)),
+        };
+        (result, redactor)
+    }
+
     /// Reads one document: attempts with retries, each bounded by the per-request timeout, all
-    /// bounded by `deadline`.
-    async fn read_document(&self, region: &Region, deadline: Instant) -> Result<Value, FetchError> {
+    /// bounded by `deadline`. The credential headers of every request built are added to `sent`.
+    async fn read_document(
+        &self,
+        region: &Region,
+        deadline: Instant,
+        sent: &mut Vec<String>,
+    ) -> Result<Value, FetchError> {
         let options = &self.options;
-        let mut attempt = 0;
+        let mut attempt: u32 = 0;
         loop {
-            attempt += 1;
+            attempt = attempt.saturating_add(1);
             let request =
                 build_policy_request(region, &self.auth, self.env.as_ref(), SystemTime::now())?;
-            let attempt_end = (Instant::now() + options.timeout).min(deadline);
+            sent.extend(sensitive_header_values(&request));
+            let attempt_end = instant_after(Instant::now(), options.timeout).min(deadline);
             let answer =
                 match tokio::time::timeout_at(attempt_end, self.transport.send(request)).await {
                     Ok(answer) => answer?,
@@ -311,24 +345,14 @@ impl Inner {
                 StatusAction::ReadBody => return parse_body(&answer.body),
                 StatusAction::Fail(error) => return Err(error),
                 StatusAction::Retry(retry_after) => {
-                    let exhausted = FetchError::Status {
-                        status: answer.status,
-                        attempts: attempt,
-                    };
-                    if attempt >= options.attempts {
-                        return Err(exhausted);
-                    }
-                    let backoff = options.backoff_base * 2u32.pow(attempt - 1);
-                    let wait = retry_after.unwrap_or(backoff);
-                    if Instant::now() + wait >= deadline {
-                        return Err(match retry_after {
-                            Some(retry_after) => FetchError::RetryAfterBeyondDeadline {
-                                status: answer.status,
-                                retry_after,
-                            },
-                            None => exhausted,
-                        });
-                    }
+                    let wait = retry_delay(
+                        answer.status,
+                        retry_after,
+                        attempt,
+                        options.attempts,
+                        options.backoff_base,
+                        deadline.saturating_duration_since(Instant::now()),
+                    )?;
                     tracing::debug!(attempt, wait_ms = wait.as_millis() as u64, "retrying");
                     tokio::time::sleep(wait).await;
                 }

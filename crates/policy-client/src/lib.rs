@@ -6,6 +6,8 @@
 //! - [`regions`]: the regions file (`jobcheck.yaml`) — parsing, validation, `-r` selection;
 //! - [`request`]: sans-IO building of the signed/authenticated `http::Request` per region;
 //! - [`classify`]: pure classification of statuses and bodies, retry decisions, stable reasons;
+//! - [`redact`]: the one scrubber of response-derived text, knowing the credentials in use;
+//! - `timing`: saturating deadline and backoff arithmetic;
 //! - `transport`: the one place that sends (hyper + hyper-rustls, rustls `ring`, system roots
 //!   plus `caFile`, body capped at 8 MiB, no redirects);
 //! - [`client`]: retries, per-request timeout, fan-out deadline, requested-order results;
@@ -30,18 +32,27 @@
 //! ```
 //!
 //! Credentials never reach errors, reasons, logs or `Debug` output: errors name the variable a
-//! credential comes from, never its value, and credential headers are marked sensitive.
+//! credential comes from, never its value, credential headers are marked sensitive, and every
+//! body and failure text a server influenced is scrubbed of the credentials in use (in any
+//! encoding) before a reason is built from it. Files (the regions file, `caFile`) are read
+//! through `bounded-input`: capped, regular files only, YAML nesting checked before parsing.
 
 pub mod classify;
 pub mod client;
+pub mod redact;
 pub mod regions;
 pub mod request;
+mod timing;
 mod transport;
 pub mod view;
 
 pub use classify::{FetchError, MAX_BODY_BYTES};
 pub use client::{EnvLookup, FetchOptions, PolicyClient, into_region_policy};
-pub use regions::{Auth, Region, RegionsConfig, RegionsFileError, SelectError, dedup_keep_first};
+pub use redact::{REDACTED, Redactor};
+pub use regions::{
+    Auth, REGION_NAME_RULE, Region, RegionsConfig, RegionsFileError, SelectError, dedup_keep_first,
+    is_valid_region_name,
+};
 pub use request::{RequestError, build_policy_request};
-pub use transport::{ClientError, TrustRoots};
+pub use transport::{ClientError, MAX_CA_FILE_BYTES, TrustRoots};
 pub use view::policy_table;

@@ -17,28 +17,28 @@ use std::time::Duration;
 
 use http::Uri;
 use http::header::HeaderName;
-use serde::Deserialize;
+use serde_yaml::Value as Yaml;
 
 /// Default per-request timeout when `timeoutSeconds` is absent.
 pub const DEFAULT_TIMEOUT_SECONDS: u64 = 30;
 /// Default fan-out deadline when `deadlineSeconds` is absent.
 pub const DEFAULT_DEADLINE_SECONDS: u64 = 45;
+/// The largest regions file read.
+pub const MAX_REGIONS_FILE_BYTES: u64 = 1024 * 1024;
 
 /// Why a regions file could not be read or is not valid.
 #[derive(Debug, thiserror::Error)]
 pub enum RegionsFileError {
-    /// The file could not be read.
-    #[error("cannot read regions file {path}")]
-    Read {
-        /// The path that was read.
-        path: PathBuf,
-        /// The I/O failure.
-        #[source]
-        source: std::io::Error,
-    },
-    /// The file is not YAML of the expected shape (the message names the key and position).
+    /// The file could not be read: missing, not a regular file, too large, not UTF-8. The
+    /// message names the path and the problem (so it is not also the error's source).
+    #[error("cannot read regions file: {0}")]
+    Read(bounded_input::ReadError),
+    /// The file nests deeper than YAML's recursion limit (refused before parsing).
     #[error("regions file is not valid: {0}")]
-    Parse(#[source] serde_yaml::Error),
+    TooDeep(bounded_input::NestingError),
+    /// The file is not YAML (the message names the position, never the content).
+    #[error("regions file is not valid: {0}")]
+    Yaml(String),
     /// A key holds a value that is not allowed.
     #[error("regions file is not valid: {key}: {message}")]
     Invalid {
@@ -106,13 +106,13 @@ pub struct Region {
 }
 
 impl Region {
-    /// A region from a name and an endpoint, validating the endpoint as the regions file does.
+    /// A region from a name and an endpoint, validated as the regions file validates them.
     pub fn new(name: &str, endpoint: &str) -> Result<Region, RegionsFileError> {
+        if !is_valid_region_name(name) {
+            return Err(invalid("name", REGION_NAME_RULE));
+        }
         let endpoint =
-            validate_endpoint(endpoint).map_err(|message| RegionsFileError::Invalid {
-                key: "endpoint".to_string(),
-                message,
-            })?;
+            validate_endpoint(endpoint).map_err(|message| invalid("endpoint", &message))?;
         Ok(Region {
             name: name.to_string(),
             endpoint,
@@ -159,129 +159,62 @@ pub struct RegionsConfig {
     pub ca_file: Option<PathBuf>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RawFile {
-    regions: Option<Vec<RawRegion>>,
-    auth: Option<RawAuth>,
-    timeout_seconds: Option<f64>,
-    deadline_seconds: Option<f64>,
-    ca_file: Option<String>,
-}
+/// The regions file's top-level keys, in documentation order.
+const FILE_KEYS: [&str; 5] = [
+    "regions",
+    "auth",
+    "timeoutSeconds",
+    "deadlineSeconds",
+    "caFile",
+];
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawRegion {
-    name: String,
-    endpoint: String,
-}
-
-#[derive(Deserialize)]
-#[serde(tag = "type", rename_all = "lowercase", deny_unknown_fields)]
-enum RawAuth {
-    None,
-    Sigv4,
-    Bearer {
-        #[serde(rename = "tokenEnv")]
-        token_env: String,
-    },
-    Header {
-        name: String,
-        #[serde(rename = "valueEnv")]
-        value_env: String,
-    },
-}
+/// The shortest and longest `timeoutSeconds` / `deadlineSeconds` accepted.
+const SECONDS_RANGE: (f64, f64) = (0.1, 86_400.0);
 
 impl RegionsConfig {
-    /// Reads and validates the regions file at `path`; a relative `caFile` is resolved against
-    /// the file's directory.
+    /// Reads and validates the regions file at `path` (a regular file of at most
+    /// [`MAX_REGIONS_FILE_BYTES`]); a relative `caFile` is resolved against the file's directory.
     pub fn load(path: &Path) -> Result<RegionsConfig, RegionsFileError> {
-        let text = std::fs::read_to_string(path).map_err(|source| RegionsFileError::Read {
-            path: path.to_path_buf(),
-            source,
-        })?;
+        let text = bounded_input::read_file_to_string(path, MAX_REGIONS_FILE_BYTES)
+            .map_err(RegionsFileError::Read)?;
         let base = path.parent().unwrap_or_else(|| Path::new(""));
         RegionsConfig::parse(&text, base)
     }
 
     /// Parses and validates regions-file text; a relative `caFile` is resolved against `base_dir`.
+    ///
+    /// Errors name the key and what is wrong with its value, never the value itself: a
+    /// misplaced endpoint may carry a password.
     pub fn parse(text: &str, base_dir: &Path) -> Result<RegionsConfig, RegionsFileError> {
-        let raw: RawFile = serde_yaml::from_str(text).map_err(RegionsFileError::Parse)?;
-        let invalid = |key: &str, message: &str| RegionsFileError::Invalid {
-            key: key.to_string(),
-            message: message.to_string(),
+        bounded_input::check_yaml_nesting(text, bounded_input::YAML_MAX_DEPTH)
+            .map_err(RegionsFileError::TooDeep)?;
+        let document: Yaml = serde_yaml::from_str(text).map_err(|error| yaml_error(&error))?;
+        let empty = serde_yaml::Mapping::new();
+        let top = match &document {
+            Yaml::Null => &empty,
+            Yaml::Mapping(mapping) => mapping,
+            other => return Err(invalid("(file)", &must_be("a mapping of keys", other))),
         };
-
-        let raw_regions = raw
-            .regions
-            .ok_or_else(|| invalid("regions", "is required"))?;
-        if raw_regions.is_empty() {
-            return Err(invalid("regions", "must list at least one region"));
-        }
-        let mut seen = BTreeSet::new();
-        let mut regions = Vec::with_capacity(raw_regions.len());
-        for (i, raw_region) in raw_regions.into_iter().enumerate() {
-            let name = raw_region.name.trim();
-            if name.is_empty() {
-                return Err(invalid(&format!("regions[{i}].name"), "must not be empty"));
-            }
-            if name.contains(|c: char| c.is_whitespace() || c == '/' || c == '=') {
-                return Err(invalid(
-                    &format!("regions[{i}].name"),
-                    "must not contain whitespace, '/' or '='",
-                ));
-            }
-            if !seen.insert(name.to_string()) {
-                return Err(invalid(
-                    &format!("regions[{i}].name"),
-                    &format!("duplicate region {name:?}"),
-                ));
-            }
-            let endpoint = validate_endpoint(&raw_region.endpoint)
-                .map_err(|message| invalid(&format!("regions[{i}].endpoint"), &message))?;
-            regions.push(Region {
-                name: name.to_string(),
-                endpoint,
-            });
-        }
-
-        let auth = match raw.auth {
-            None | Some(RawAuth::Sigv4) => Auth::SigV4,
-            Some(RawAuth::None) => Auth::None,
-            Some(RawAuth::Bearer { token_env }) => Auth::Bearer {
-                token_env: validate_env_name("auth.tokenEnv", &token_env)?,
-            },
-            Some(RawAuth::Header { name, value_env }) => {
-                let header = HeaderName::from_bytes(name.trim().as_bytes())
-                    .map_err(|_| invalid("auth.name", "is not a valid HTTP header name"))?;
-                if header == http::header::HOST {
-                    return Err(invalid("auth.name", "must not be Host"));
-                }
-                Auth::Header {
-                    name: header,
-                    value_env: validate_env_name("auth.valueEnv", &value_env)?,
-                }
-            }
+        let fields = Fields::of("", top, &FILE_KEYS)?;
+        let regions = parse_regions(fields.get("regions"))?;
+        let auth = match fields.get("auth") {
+            None => Auth::SigV4,
+            Some(value) => parse_auth(value)?,
         };
-
         let timeout = seconds(
             "timeoutSeconds",
-            raw.timeout_seconds,
+            fields.get("timeoutSeconds"),
             DEFAULT_TIMEOUT_SECONDS,
         )?;
         let deadline = seconds(
             "deadlineSeconds",
-            raw.deadline_seconds,
+            fields.get("deadlineSeconds"),
             DEFAULT_DEADLINE_SECONDS,
         )?;
-        let ca_file = match raw.ca_file {
+        let ca_file = match fields.get("caFile") {
             None => None,
-            Some(path) if path.trim().is_empty() => {
-                return Err(invalid("caFile", "must not be empty"));
-            }
-            Some(path) => Some(base_dir.join(path.trim())),
+            Some(value) => Some(parse_ca_file(value, base_dir)?),
         };
-
         Ok(RegionsConfig {
             regions,
             auth,
@@ -359,6 +292,226 @@ fn validate_endpoint(endpoint: &str) -> Result<String, String> {
     Ok(endpoint.to_string())
 }
 
+/// `caFile`: a non-empty path, resolved against the regions file's directory.
+fn parse_ca_file(value: &Yaml, base_dir: &Path) -> Result<PathBuf, RegionsFileError> {
+    let path = string("caFile", value)?.trim();
+    if path.is_empty() {
+        return Err(invalid("caFile", "must not be empty"));
+    }
+    Ok(base_dir.join(path))
+}
+
+/// Whether `name` may name a region: non-empty ASCII letters, digits, `-`, `_` and `.` — what
+/// AWS region names are made of, and nothing that could break a signature, a header or a
+/// terminal.
+pub fn is_valid_region_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+}
+
+/// The rule of [`is_valid_region_name`], as an error message.
+pub const REGION_NAME_RULE: &str = "must be ASCII letters, digits, '-', '_' or '.'";
+
+fn parse_regions(value: Option<&Yaml>) -> Result<Vec<Region>, RegionsFileError> {
+    let Some(value) = value else {
+        return Err(invalid("regions", "is required"));
+    };
+    let Yaml::Sequence(entries) = value else {
+        return Err(invalid(
+            "regions",
+            &must_be("a list of {name, endpoint} mappings", value),
+        ));
+    };
+    if entries.is_empty() {
+        return Err(invalid("regions", "must list at least one region"));
+    }
+    let mut seen = BTreeSet::new();
+    let mut regions = Vec::with_capacity(entries.len());
+    for (i, entry) in entries.iter().enumerate() {
+        let key = format!("regions[{i}]");
+        let Yaml::Mapping(mapping) = entry else {
+            return Err(invalid(
+                &key,
+                &must_be("a mapping with name and endpoint", entry),
+            ));
+        };
+        let fields = Fields::of(&key, mapping, &["name", "endpoint"])?;
+        let name_key = format!("{key}.name");
+        let name = string(&name_key, fields.require("name")?)?.trim();
+        if name.is_empty() {
+            return Err(invalid(&name_key, "must not be empty"));
+        }
+        if !is_valid_region_name(name) {
+            return Err(invalid(&name_key, REGION_NAME_RULE));
+        }
+        if !seen.insert(name.to_string()) {
+            return Err(invalid(&name_key, &format!("duplicate region {name:?}")));
+        }
+        let endpoint_key = format!("{key}.endpoint");
+        let endpoint = validate_endpoint(string(&endpoint_key, fields.require("endpoint")?)?)
+            .map_err(|message| invalid(&endpoint_key, &message))?;
+        regions.push(Region {
+            name: name.to_string(),
+            endpoint,
+        });
+    }
+    Ok(regions)
+}
+
+fn parse_auth(value: &Yaml) -> Result<Auth, RegionsFileError> {
+    let Yaml::Mapping(mapping) = value else {
+        return Err(invalid("auth", &must_be("a mapping with a type", value)));
+    };
+    const TYPES: &str = "must be one of none, sigv4, bearer, header";
+    let kind = match mapping.get("type") {
+        None => return Err(invalid("auth.type", "is required")),
+        Some(Yaml::String(kind)) => kind.as_str(),
+        Some(_) => return Err(invalid("auth.type", TYPES)),
+    };
+    match kind {
+        "none" => Fields::of("auth", mapping, &["type"]).map(|_| Auth::None),
+        "sigv4" => Fields::of("auth", mapping, &["type"]).map(|_| Auth::SigV4),
+        "bearer" => {
+            let fields = Fields::of("auth", mapping, &["type", "tokenEnv"])?;
+            let token_env = string("auth.tokenEnv", fields.require("tokenEnv")?)?;
+            Ok(Auth::Bearer {
+                token_env: validate_env_name("auth.tokenEnv", token_env)?,
+            })
+        }
+        "header" => {
+            let fields = Fields::of("auth", mapping, &["type", "name", "valueEnv"])?;
+            let name = string("auth.name", fields.require("name")?)?;
+            let header = HeaderName::from_bytes(name.trim().as_bytes())
+                .map_err(|_| invalid("auth.name", "is not a valid HTTP header name"))?;
+            if header == http::header::HOST {
+                return Err(invalid("auth.name", "must not be Host"));
+            }
+            let value_env = string("auth.valueEnv", fields.require("valueEnv")?)?;
+            Ok(Auth::Header {
+                name: header,
+                value_env: validate_env_name("auth.valueEnv", value_env)?,
+            })
+        }
+        _ => Err(invalid("auth.type", TYPES)),
+    }
+}
+
+/// The known keys of one mapping, checked: every key is a string and one of `known`.
+struct Fields<'a> {
+    parent: String,
+    mapping: &'a serde_yaml::Mapping,
+}
+
+impl<'a> Fields<'a> {
+    fn of(
+        parent: &str,
+        mapping: &'a serde_yaml::Mapping,
+        known: &[&str],
+    ) -> Result<Fields<'a>, RegionsFileError> {
+        for key in mapping.keys() {
+            let Yaml::String(key) = key else {
+                return Err(invalid(
+                    &child(parent, "(key)"),
+                    &format!("must be a string (known: {})", known.join(", ")),
+                ));
+            };
+            if !known.contains(&key.as_str()) {
+                return Err(invalid(
+                    &child(parent, &printable_key(key)),
+                    &format!("is not a known key (known: {})", known.join(", ")),
+                ));
+            }
+        }
+        Ok(Fields {
+            parent: parent.to_string(),
+            mapping,
+        })
+    }
+
+    fn get(&self, key: &str) -> Option<&'a Yaml> {
+        self.mapping.get(key)
+    }
+
+    fn require(&self, key: &str) -> Result<&'a Yaml, RegionsFileError> {
+        self.get(key)
+            .ok_or_else(|| invalid(&child(&self.parent, key), "is required"))
+    }
+}
+
+/// `parent.key`, or `key` at the top level.
+fn child(parent: &str, key: &str) -> String {
+    if parent.is_empty() {
+        key.to_string()
+    } else {
+        format!("{parent}.{key}")
+    }
+}
+
+/// An unknown key as it may be shown: a short identifier is (it is a misspelt key), anything else
+/// (a URL written where a key was expected, with its password) is not.
+fn printable_key(key: &str) -> String {
+    let identifier = !key.is_empty()
+        && key.len() <= 64
+        && key
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'));
+    if identifier {
+        key.to_string()
+    } else {
+        "(key)".to_string()
+    }
+}
+
+fn string<'a>(key: &str, value: &'a Yaml) -> Result<&'a str, RegionsFileError> {
+    match value {
+        Yaml::String(text) => Ok(text),
+        other => Err(invalid(key, &must_be("a string", other))),
+    }
+}
+
+/// `must be <what>, not <the YAML type of value>`: the type, never the value.
+fn must_be(what: &str, value: &Yaml) -> String {
+    let kind = match value {
+        Yaml::Null => "null",
+        Yaml::Bool(_) => "a boolean",
+        Yaml::Number(_) => "a number",
+        Yaml::String(_) => "a string",
+        Yaml::Sequence(_) => "a list",
+        Yaml::Mapping(_) => "a mapping",
+        Yaml::Tagged(_) => "a tagged value",
+    };
+    format!("must be {what}, not {kind}")
+}
+
+fn invalid(key: &str, message: &str) -> RegionsFileError {
+    RegionsFileError::Invalid {
+        key: key.to_string(),
+        message: message.to_string(),
+    }
+}
+
+/// A YAML syntax error as a message that quotes nothing of the file. Parsing into an untyped
+/// value leaves libyaml's fixed-text errors and one message of serde_yaml's that quotes a key
+/// (`duplicate entry with key "…"`), which is rewritten to its position.
+fn yaml_error(error: &serde_yaml::Error) -> RegionsFileError {
+    let text = error.to_string();
+    let message = if text.starts_with("duplicate entry") {
+        match error.location() {
+            Some(at) => format!(
+                "duplicate key in the mapping at line {} column {}",
+                at.line(),
+                at.column()
+            ),
+            None => "duplicate key in a mapping".to_string(),
+        }
+    } else {
+        text
+    };
+    RegionsFileError::Yaml(message)
+}
+
 fn validate_env_name(key: &str, name: &str) -> Result<String, RegionsFileError> {
     let name = name.trim();
     let valid = !name.is_empty()
@@ -367,21 +520,25 @@ fn validate_env_name(key: &str, name: &str) -> Result<String, RegionsFileError> 
     if valid {
         Ok(name.to_string())
     } else {
-        Err(RegionsFileError::Invalid {
-            key: key.to_string(),
-            message: "must be an environment variable name (letters, digits, '_')".to_string(),
-        })
+        Err(invalid(
+            key,
+            "must be an environment variable name (letters, digits, '_')",
+        ))
     }
 }
 
-fn seconds(key: &str, value: Option<f64>, default: u64) -> Result<Duration, RegionsFileError> {
-    match value {
-        None => Ok(Duration::from_secs(default)),
-        Some(v) if v.is_finite() && v > 0.0 && v <= 86_400.0 => Ok(Duration::from_secs_f64(v)),
-        Some(_) => Err(RegionsFileError::Invalid {
-            key: key.to_string(),
-            message: "must be a number of seconds greater than 0 and at most 86400".to_string(),
-        }),
+/// A number of seconds within [`SECONDS_RANGE`], or `default` when absent.
+fn seconds(key: &str, value: Option<&Yaml>, default: u64) -> Result<Duration, RegionsFileError> {
+    let Some(value) = value else {
+        return Ok(Duration::from_secs(default));
+    };
+    let (min, max) = SECONDS_RANGE;
+    match value.as_f64() {
+        Some(v) if (min..=max).contains(&v) => Ok(Duration::from_secs_f64(v)),
+        _ => Err(invalid(
+            key,
+            &format!("must be a number of seconds from {min} to {max}"),
+        )),
     }
 }
 

@@ -3,6 +3,12 @@
 //!
 //! Every header that carries a credential is marked sensitive, so `Debug` output of the request
 //! never shows it; errors name the missing variable, never a value.
+//!
+//! Credentials are validated here, at the edge, before the SigV4 signer (which panics on a value
+//! it cannot put in a header) or a header sees them: surrounding whitespace is trimmed — a Secret
+//! made with `kubectl create secret --from-file` ends in a newline, and HTTP strips whitespace
+//! around field values anyway, so it can never be part of a credential — and anything else that
+//! is not printable ASCII is refused naming the variable.
 
 use std::time::SystemTime;
 
@@ -13,7 +19,7 @@ use aws_smithy_runtime_api::client::identity::Identity;
 use http::header::{ACCEPT, AUTHORIZATION, HOST, HeaderValue, USER_AGENT};
 use http::{Method, Request, Uri};
 
-use crate::regions::{Auth, Region};
+use crate::regions::{Auth, Region, is_valid_region_name};
 
 /// The AWS service name API Gateway requests are signed for.
 pub const SIGV4_SERVICE: &str = "execute-api";
@@ -30,11 +36,18 @@ pub enum RequestError {
         /// The variable's name (never its value).
         var: String,
     },
-    /// A credential holds characters that cannot be sent in an HTTP header.
-    #[error("invalid credentials: {var} is not a valid header value")]
+    /// A credential holds a control or non-ASCII character (after trimming surrounding
+    /// whitespace).
+    #[error("invalid credentials: {var} holds a control or non-ASCII character")]
     InvalidCredential {
         /// The variable's name (never its value).
         var: String,
+    },
+    /// The region to sign for is not a valid region name.
+    #[error("invalid region name for signing: {region:?}")]
+    InvalidRegion {
+        /// The region's name (names are not secret; printed escaped).
+        region: String,
     },
     /// The endpoint does not form a valid request URL.
     #[error("invalid endpoint URL")]
@@ -67,12 +80,12 @@ pub fn build_policy_request(
     match auth {
         Auth::None => {}
         Auth::Bearer { token_env } => {
-            let token = required(env, token_env)?;
+            let token = credential(env, token_env)?;
             let value = sensitive(&format!("Bearer {token}"), token_env)?;
             request.headers_mut().insert(AUTHORIZATION, value);
         }
         Auth::Header { name, value_env } => {
-            let value = sensitive(&required(env, value_env)?, value_env)?;
+            let value = sensitive(&credential(env, value_env)?, value_env)?;
             request.headers_mut().insert(name.clone(), value);
         }
         Auth::SigV4 => sign_sigv4(&mut request, region, env, now)?,
@@ -86,12 +99,17 @@ fn sign_sigv4(
     env: &dyn Fn(&str) -> Option<String>,
     now: SystemTime,
 ) -> Result<(), RequestError> {
-    let access_key = required(env, "AWS_ACCESS_KEY_ID")?;
-    let secret_key = required(env, "AWS_SECRET_ACCESS_KEY")?;
-    let session_token = env("AWS_SESSION_TOKEN").filter(|t| !t.is_empty());
+    let access_key = credential(env, "AWS_ACCESS_KEY_ID")?;
+    let secret_key = credential(env, "AWS_SECRET_ACCESS_KEY")?;
+    let session_token = optional_credential(env, "AWS_SESSION_TOKEN")?;
     let identity: Identity =
         Credentials::new(access_key, secret_key, session_token, None, "environment").into();
     let signing_region = region.signing_region();
+    if !is_valid_region_name(&signing_region) {
+        return Err(RequestError::InvalidRegion {
+            region: signing_region,
+        });
+    }
     let params = v4::SigningParams::builder()
         .identity(&identity)
         .region(&signing_region)
@@ -127,19 +145,69 @@ fn sign_sigv4(
     Ok(())
 }
 
-fn required(env: &dyn Fn(&str) -> Option<String>, var: &str) -> Result<String, RequestError> {
-    env(var)
-        .filter(|value| !value.trim().is_empty())
-        .ok_or_else(|| RequestError::MissingCredential {
+/// The credentials `auth` reads, as they are sent (trimmed); unset or invalid ones are left out.
+/// What a [`crate::Redactor`] for this mode's responses must know.
+pub fn credentials_in_use(auth: &Auth, env: &dyn Fn(&str) -> Option<String>) -> Vec<String> {
+    let vars: Vec<&str> = match auth {
+        Auth::None => Vec::new(),
+        Auth::SigV4 => vec![
+            "AWS_ACCESS_KEY_ID",
+            "AWS_SECRET_ACCESS_KEY",
+            "AWS_SESSION_TOKEN",
+        ],
+        Auth::Bearer { token_env } => vec![token_env],
+        Auth::Header { value_env, .. } => vec![value_env],
+    };
+    vars.iter()
+        .filter_map(|var| optional_credential(env, var).ok().flatten())
+        .collect()
+}
+
+/// The values of `request`'s sensitive headers, and the signature inside a SigV4
+/// `Authorization` (a replayable artefact of the secret key): what a server could echo back.
+pub fn sensitive_header_values(request: &Request<()>) -> Vec<String> {
+    let mut values = Vec::new();
+    for value in request.headers().values().filter(|v| v.is_sensitive()) {
+        let Ok(text) = value.to_str() else { continue };
+        values.push(text.to_string());
+        if let Some((_, signature)) = text.rsplit_once("Signature=") {
+            values.push(signature.to_string());
+        }
+    }
+    values
+}
+
+/// A required credential: trimmed, non-empty, printable ASCII.
+fn credential(env: &dyn Fn(&str) -> Option<String>, var: &str) -> Result<String, RequestError> {
+    optional_credential(env, var)?.ok_or_else(|| RequestError::MissingCredential {
+        var: var.to_string(),
+    })
+}
+
+/// An optional credential: `None` when unset or blank, else trimmed printable ASCII.
+fn optional_credential(
+    env: &dyn Fn(&str) -> Option<String>,
+    var: &str,
+) -> Result<Option<String>, RequestError> {
+    let Some(value) = env(var) else {
+        return Ok(None);
+    };
+    let value = value.trim_matches(|c: char| c.is_ascii_whitespace());
+    if value.is_empty() {
+        return Ok(None);
+    }
+    if !value.bytes().all(|b| (b' '..=b'~').contains(&b)) {
+        return Err(RequestError::InvalidCredential {
             var: var.to_string(),
-        })
+        });
+    }
+    Ok(Some(value.to_string()))
 }
 
 fn sensitive(value: &str, var: &str) -> Result<HeaderValue, RequestError> {
-    let mut value =
-        HeaderValue::from_str(value.trim()).map_err(|_| RequestError::InvalidCredential {
-            var: var.to_string(),
-        })?;
+    let mut value = HeaderValue::from_str(value).map_err(|_| RequestError::InvalidCredential {
+        var: var.to_string(),
+    })?;
     value.set_sensitive(true);
     Ok(value)
 }
@@ -244,6 +312,61 @@ mod tests {
         let debug = format!("{request:?}");
         assert!(!debug.contains("wJalrXUtnFEMI"));
         assert!(!debug.contains("session-token-value"));
+    }
+
+    #[test]
+    fn sigv4_refuses_a_region_name_it_cannot_sign_for() {
+        let env = env_of(&[
+            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI"),
+        ]);
+        // The fields are public: a caller can build a region the regions file would refuse.
+        let region = Region {
+            name: "us-east-1\u{1}\n".into(),
+            endpoint: "https://localhost:8443/prod".into(),
+        };
+        let error =
+            build_policy_request(&region, &Auth::SigV4, &env, SystemTime::now()).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "invalid region name for signing: \"us-east-1\\u{1}\\n\""
+        );
+    }
+
+    #[test]
+    fn credentials_in_use_are_the_trimmed_values_of_the_mode() {
+        let env = env_of(&[
+            ("AWS_ACCESS_KEY_ID", " AKIDEXAMPLE\n"),
+            ("AWS_SECRET_ACCESS_KEY", "secret\u{1}"),
+            ("TOKEN", "tok\r\n"),
+        ]);
+        assert_eq!(credentials_in_use(&Auth::SigV4, &env), ["AKIDEXAMPLE"]);
+        let bearer = Auth::Bearer {
+            token_env: "TOKEN".into(),
+        };
+        assert_eq!(credentials_in_use(&bearer, &env), ["tok"]);
+        assert!(credentials_in_use(&Auth::None, &env).is_empty());
+    }
+
+    #[test]
+    fn sensitive_values_include_the_sigv4_signature() {
+        let env = env_of(&[
+            ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
+            ("AWS_SECRET_ACCESS_KEY", "wJalrXUtnFEMI"),
+            ("AWS_SESSION_TOKEN", "session-token-value"),
+        ]);
+        let request =
+            build_policy_request(&region(), &Auth::SigV4, &env, SystemTime::now()).unwrap();
+        let values = sensitive_header_values(&request);
+        assert!(
+            values.contains(&"session-token-value".to_string()),
+            "{values:?}"
+        );
+        assert!(
+            values
+                .iter()
+                .any(|v| v.len() == 64 && v.chars().all(|c| c.is_ascii_hexdigit()))
+        );
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! The one place that talks to the network: an HTTPS/1.1 client (hyper + hyper-rustls, rustls
-//! with the `ring` provider) trusting the system roots plus an optional `caFile`, sending one
-//! request and reading its body up to [`MAX_BODY_BYTES`].
+//! with the `ring` provider) trusting the system roots plus an optional `caFile` (read capped at
+//! [`MAX_CA_FILE_BYTES`], regular files only), sending one request and reading its body up to
+//! [`MAX_BODY_BYTES`].
 //!
 //! Redirects are never followed (hyper does not); timeouts are applied by the caller.
 
@@ -24,15 +25,10 @@ use crate::classify::{FetchError, MAX_BODY_BYTES};
 /// Why the HTTPS client could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The `caFile` could not be read.
-    #[error("cannot read caFile {path}")]
-    CaFileRead {
-        /// The path that was read.
-        path: PathBuf,
-        /// The I/O failure.
-        #[source]
-        source: std::io::Error,
-    },
+    /// The `caFile` could not be read: missing, not a regular file, larger than
+    /// [`MAX_CA_FILE_BYTES`]. The message names the path and the problem.
+    #[error("cannot read caFile: {0}")]
+    CaFileRead(bounded_input::ReadError),
     /// The `caFile` holds no usable PEM certificate.
     #[error("caFile {path} holds no usable PEM certificate")]
     CaFileEmpty {
@@ -46,6 +42,9 @@ pub enum ClientError {
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
 }
+
+/// The largest `caFile` read (a bundle of every public root is under 300 KiB).
+pub const MAX_CA_FILE_BYTES: u64 = 4 * 1024 * 1024;
 
 /// Which certificates the client trusts.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -91,10 +90,8 @@ impl Transport {
             roots.add_parsable_certificates(native.certs);
         }
         for path in &trust.ca_files {
-            let pem = std::fs::read(path).map_err(|source| ClientError::CaFileRead {
-                path: path.clone(),
-                source,
-            })?;
+            let pem = bounded_input::read_file(path, MAX_CA_FILE_BYTES)
+                .map_err(ClientError::CaFileRead)?;
             let certs: Vec<_> = rustls_pemfile::certs(&mut pem.as_slice())
                 .filter_map(Result::ok)
                 .collect();

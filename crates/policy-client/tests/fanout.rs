@@ -1,8 +1,9 @@
 //! The policy client against the loopback HTTPS policy server (real TLS with a test CA):
 //! ordering, deadlines, retries, every classification, authentication, trust and redaction.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::Write;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -11,75 +12,11 @@ use policy_client::{
     Auth, FetchError, FetchOptions, PolicyClient, Region, RegionsConfig, TrustRoots,
 };
 use serde_json::json;
-use test_support::TestCa;
 use test_support::policy_server::{
-    AuthCheck, Behaviour, PolicyServer, Route, is_sigv4_shaped, sample_policy_response,
+    AuthCheck, Behaviour, Route, is_sigv4_shaped, sample_policy_response,
 };
 
-struct Fixture {
-    server: PolicyServer,
-    _ca_file: tempfile::NamedTempFile,
-    ca_path: std::path::PathBuf,
-}
-
-impl Fixture {
-    fn new() -> Fixture {
-        let ca = TestCa::new();
-        let server = PolicyServer::start(&ca);
-        let mut ca_file = tempfile::NamedTempFile::new().unwrap();
-        ca_file.write_all(ca.ca_pem().as_bytes()).unwrap();
-        let ca_path = ca_file.path().to_path_buf();
-        Fixture {
-            server,
-            _ca_file: ca_file,
-            ca_path,
-        }
-    }
-
-    fn region(&self, name: &str) -> Region {
-        Region::new(name, &self.server.endpoint(name)).unwrap()
-    }
-
-    fn regions(&self, names: &[&str]) -> Vec<Region> {
-        names.iter().map(|name| self.region(name)).collect()
-    }
-
-    fn client(&self, auth: Auth, options: FetchOptions) -> PolicyClient {
-        let trust = TrustRoots {
-            system: false,
-            ca_files: vec![self.ca_path.clone()],
-        };
-        PolicyClient::with_trust(auth, options, &trust)
-            .unwrap()
-            .with_env(|_| None)
-    }
-}
-
-fn fast_options() -> FetchOptions {
-    FetchOptions {
-        timeout: Duration::from_secs(10),
-        deadline: Duration::from_secs(20),
-        attempts: 3,
-        backoff_base: Duration::from_millis(10),
-        progress_after: Duration::from_secs(60),
-    }
-}
-
-fn serve(region: &str) -> Behaviour {
-    Behaviour::Serve(sample_policy_response(region))
-}
-
-fn status_and_reason(policy: &RegionPolicy) -> (FetchStatus, String) {
-    (policy.status, policy.reason.clone().unwrap_or_default())
-}
-
-fn env_of(pairs: &[(&str, &str)]) -> impl Fn(&str) -> Option<String> + Send + Sync + 'static {
-    let map: BTreeMap<String, String> = pairs
-        .iter()
-        .map(|(k, v)| (k.to_string(), v.to_string()))
-        .collect();
-    move |name| map.get(name).cloned()
-}
+use common::{Fixture, SIGV4_ENV, env_of, fast_options, serve, status_and_reason};
 
 #[tokio::test]
 async fn results_keep_the_requested_order_whatever_finishes_first() {
@@ -385,23 +322,10 @@ async fn the_ca_file_is_trusted_and_an_unknown_ca_is_a_tls_failure() {
 #[tokio::test]
 async fn sigv4_requests_carry_a_well_shaped_authorization_header() {
     let fx = Fixture::new();
-    fx.server.route(
-        "us-east-1",
-        Route {
-            behaviour: serve("us-east-1"),
-            auth: AuthCheck::SigV4 {
-                region: "us-east-1".into(),
-            },
-        },
-    );
-    let client = fx.client(Auth::SigV4, fast_options()).with_env(env_of(&[
-        ("AWS_ACCESS_KEY_ID", "AKIDEXAMPLE"),
-        (
-            "AWS_SECRET_ACCESS_KEY",
-            "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
-        ),
-        ("AWS_SESSION_TOKEN", "FQoGZXIvYXdzEXAMPLESESSION"),
-    ]));
+    fx.route_sigv4("us-east-1");
+    let client = fx
+        .client(Auth::SigV4, fast_options())
+        .with_env(env_of(&SIGV4_ENV));
     let results = client
         .fetch_region_policies(&fx.regions(&["us-east-1"]))
         .await;

@@ -99,11 +99,11 @@ fn validation_errors_name_the_key() {
         ),
         (
             "regions:\n  - name: a\n    endpoint: https://example.com\ntimeoutSeconds: 0\n",
-            "regions file is not valid: timeoutSeconds: must be a number of seconds greater than 0 and at most 86400",
+            "regions file is not valid: timeoutSeconds: must be a number of seconds from 0.1 to 86400",
         ),
         (
             "regions:\n  - name: a\n    endpoint: https://example.com\ndeadlineSeconds: -3\n",
-            "regions file is not valid: deadlineSeconds: must be a number of seconds greater than 0 and at most 86400",
+            "regions file is not valid: deadlineSeconds: must be a number of seconds from 0.1 to 86400",
         ),
         (
             "regions:\n  - name: a\n    endpoint: https://example.com\nauth: {type: bearer, tokenEnv: 'not a name'}\n",
@@ -125,35 +125,64 @@ fn validation_errors_name_the_key() {
 
 #[test]
 fn shape_errors_name_the_key_and_position() {
-    let missing = parse("regions:\n  - name: a\n").unwrap_err();
-    assert!(missing.contains("regions[0]"), "{missing}");
-    assert!(missing.contains("missing field `endpoint`"), "{missing}");
-
-    let unknown = parse("regions:\n  - name: a\n    endpoint: https://e.com\ntimeout_seconds: 3\n")
-        .unwrap_err();
+    let cases: &[(&str, &str)] = &[
+        (
+            "regions:\n  - name: a\n",
+            "regions[0].endpoint: is required",
+        ),
+        (
+            "regions:\n  - name: a\n    endpoint: https://e.com\ntimeout_seconds: 3\n",
+            "timeout_seconds: is not a known key (known: regions, auth, timeoutSeconds, deadlineSeconds, caFile)",
+        ),
+        (
+            "regions:\n  - name: a\n    endpoint: https://e.com\n    region: x\n",
+            "regions[0].region: is not a known key (known: name, endpoint)",
+        ),
+        (
+            "regions:\n  - name: a\n    endpoint: https://e.com\nauth: {type: kerberos}\n",
+            "auth.type: must be one of none, sigv4, bearer, header",
+        ),
+        (
+            "regions:\n  - name: a\n    endpoint: https://e.com\nauth: {type: bearer}\n",
+            "auth.tokenEnv: is required",
+        ),
+        (
+            "regions:\n  - name: a\n    endpoint: https://e.com\nauth: {type: none, tokenEnv: X}\n",
+            "auth.tokenEnv: is not a known key (known: type)",
+        ),
+        (
+            "regions:\n  - name: a\n    endpoint: https://e.com\ntimeoutSeconds: soon\n",
+            "timeoutSeconds: must be a number of seconds from 0.1 to 86400",
+        ),
+        (
+            "regions:\n  - name: 7\n    endpoint: https://e.com\n",
+            "regions[0].name: must be a string, not a number",
+        ),
+        (
+            "regions: {a: b}\n",
+            "regions: must be a list of {name, endpoint} mappings, not a mapping",
+        ),
+        ("- a\n", "(file): must be a mapping of keys, not a list"),
+        ("", "regions: is required"),
+    ];
+    for (yaml, expected) in cases {
+        assert_eq!(
+            parse(yaml).unwrap_err(),
+            format!("regions file is not valid: {expected}"),
+            "for {yaml:?}"
+        );
+    }
+    let syntax = parse("regions: [a\n").unwrap_err();
     assert!(
-        unknown.contains("unknown field `timeout_seconds`"),
-        "{unknown}"
+        syntax.starts_with("regions file is not valid: "),
+        "{syntax}"
     );
-
-    let auth =
-        parse("regions:\n  - name: a\n    endpoint: https://e.com\nauth: {type: kerberos}\n")
-            .unwrap_err();
-    assert!(
-        auth.starts_with("regions file is not valid: auth"),
-        "{auth}"
+    assert!(syntax.contains("line 2"), "{syntax}");
+    let duplicate = parse("regions: []\nregions: [https://user:hunter2@x]\n").unwrap_err();
+    assert_eq!(
+        duplicate,
+        "regions file is not valid: duplicate key in the mapping at line 1 column 1"
     );
-    assert!(auth.contains("kerberos"), "{auth}");
-
-    let bearer =
-        parse("regions:\n  - name: a\n    endpoint: https://e.com\nauth: {type: bearer}\n")
-            .unwrap_err();
-    assert!(bearer.contains("tokenEnv"), "{bearer}");
-
-    let timeout =
-        parse("regions:\n  - name: a\n    endpoint: https://e.com\ntimeoutSeconds: soon\n")
-            .unwrap_err();
-    assert!(timeout.contains("timeoutSeconds"), "{timeout}");
 }
 
 #[test]
@@ -161,9 +190,8 @@ fn load_reports_an_unreadable_file_and_resolves_ca_file_next_to_it() {
     let missing = RegionsConfig::load(Path::new("/nonexistent/jobcheck.yaml")).unwrap_err();
     assert_eq!(
         missing.to_string(),
-        "cannot read regions file /nonexistent/jobcheck.yaml"
+        "cannot read regions file: /nonexistent/jobcheck.yaml: no such file"
     );
-    assert!(std::error::Error::source(&missing).is_some());
 
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("jobcheck.yaml");
@@ -203,5 +231,124 @@ fn selection_dedups_keeping_the_first_and_defaults_to_file_order() {
     assert_eq!(
         unknown.to_string(),
         "region \"mars-1\" is not in the regions file (known: us-east-1, eu-west-1, ap-south-1)"
+    );
+}
+
+#[test]
+fn a_bare_string_entry_never_echoes_its_url() {
+    let error = parse("regions:\n  - https://user:hunter2@example.com/prod\n").unwrap_err();
+    assert_eq!(
+        error,
+        "regions file is not valid: regions[0]: must be a mapping with name and endpoint, not a string"
+    );
+    // No value of the file reaches any error, whatever its place.
+    for yaml in [
+        "regions: https://user:hunter2@example.com\n",
+        "regions:\n  - name: [https://user:hunter2@example.com]\n    endpoint: https://e.com\n",
+        "regions:\n  - name: a\n    endpoint: {url: https://user:hunter2@example.com}\n",
+        "regions:\n  - name: a\n    endpoint: https://e.com\nauth: {type: 'https://user:hunter2@x'}\n",
+        "regions:\n  - name: a\n    endpoint: https://e.com\nauth: https://user:hunter2@x\n",
+        "regions:\n  - name: a\n    endpoint: https://e.com\n    https://user:hunter2@x: 1\n",
+        "regions:\n  - name: a\n    endpoint: https://e.com\ntimeoutSeconds: https://user:hunter2@x\n",
+        "regions:\n  - name: a\n    endpoint: https://e.com\ncaFile: [https://user:hunter2@x]\n",
+        "regions:\n  - name: a\n    endpoint: https://e.com\n    endpoint: https://user:hunter2@x\n",
+        "https://user:hunter2@x\n",
+    ] {
+        let error = parse(yaml).unwrap_err();
+        assert!(!error.contains("hunter2"), "{yaml:?} echoed: {error}");
+        assert!(error.starts_with("regions file is not valid: "), "{error}");
+    }
+}
+
+#[test]
+fn region_names_with_control_characters_are_refused() {
+    for name in [
+        "\"a\\x01b\"",
+        "\"us-east-1\\u0000\"",
+        "\"r\\u00e9gion\"",
+        "\"a\\u001b[31m\"",
+    ] {
+        let error = parse(&format!(
+            "regions:\n  - name: {name}\n    endpoint: https://e.com\n"
+        ))
+        .unwrap_err();
+        assert_eq!(
+            error,
+            "regions file is not valid: regions[0].name: must be ASCII letters, digits, '-', '_' or '.'",
+            "{name}"
+        );
+    }
+    assert!(policy_client::Region::new("a\u{1}b", "https://e.com").is_err());
+}
+
+#[test]
+fn timeouts_must_be_sane_numbers_of_seconds() {
+    for (key, value) in [
+        ("timeoutSeconds", "1e-300"),
+        ("timeoutSeconds", "0.01"),
+        ("deadlineSeconds", "1e300"),
+        ("deadlineSeconds", ".nan"),
+        ("timeoutSeconds", ".inf"),
+        ("deadlineSeconds", "'30'"),
+        ("timeoutSeconds", "true"),
+    ] {
+        let error = parse(&format!("{TWO_REGIONS}{key}: {value}\n")).unwrap_err();
+        assert_eq!(
+            error,
+            format!(
+                "regions file is not valid: {key}: must be a number of seconds from 0.1 to 86400"
+            ),
+            "{key}: {value}"
+        );
+    }
+    let config = parse(&format!(
+        "{TWO_REGIONS}timeoutSeconds: 0.1\ndeadlineSeconds: 86400\n"
+    ))
+    .unwrap();
+    assert_eq!(config.timeout, Duration::from_millis(100));
+    assert_eq!(config.deadline, Duration::from_secs(86400));
+}
+
+#[test]
+fn yaml_nested_beyond_the_cap_is_refused_before_parsing() {
+    let deep = format!("regions: {}{}\n", "[".repeat(5000), "]".repeat(5000));
+    let error = parse(&deep).unwrap_err();
+    assert_eq!(
+        error,
+        "regions file is not valid: recursion limit exceeded: YAML nested deeper than 128 levels at line 1"
+    );
+}
+
+#[test]
+fn an_unknown_key_is_named_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("jobcheck.yaml");
+    std::fs::write(&path, format!("{TWO_REGIONS}foo: 1\n")).unwrap();
+    let error = RegionsConfig::load(&path).unwrap_err();
+    let chain = format!("{:#}", anyhow::Error::new(error));
+    assert_eq!(
+        chain,
+        "regions file is not valid: foo: is not a known key (known: regions, auth, timeoutSeconds, deadlineSeconds, caFile)"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_regions_file_that_is_not_a_regular_file_is_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("jobcheck.yaml");
+    nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRWXU).unwrap();
+    let error = RegionsConfig::load(&fifo).unwrap_err();
+    assert_eq!(
+        format!("{:#}", anyhow::Error::new(error)),
+        format!(
+            "cannot read regions file: {}: is not a regular file (a FIFO)",
+            fifo.display()
+        )
+    );
+    let error = RegionsConfig::load(Path::new("/dev/zero")).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "cannot read regions file: /dev/zero: is not a regular file (a character device)"
     );
 }

@@ -1,5 +1,5 @@
-//! Loki lines: the `run`, `summary`, `team_total` and `violation` lines of a report, and the
-//! client that pushes them to `POST {url}/loki/api/v1/push`.
+//! Loki lines: the `run`, `policy_error`, `summary`, `team_total` and `violation` lines of a
+//! report, and the client that pushes them to `POST {url}/loki/api/v1/push`.
 //!
 #![doc = include_str!("../LOKI_CONTRACT.md")]
 
@@ -13,11 +13,11 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::Sink;
-use crate::http::{HttpClient, HttpOptions, SendError, failure};
+use crate::http::{HttpClient, HttpOptions, SendError, failure, retry_after_secs};
 use crate::model::Report;
 use crate::secret::parse_http_url;
 
-/// The `team` label of the `run` line (which belongs to no team).
+/// The `team` label of the `run` and `policy_error` lines (which belong to no team).
 pub const RUN_TEAM: &str = "_run";
 
 /// The push body: `{"streams": [{"stream": {labels}, "values": [["<ns>", "<line>"], …]}]}`.
@@ -89,14 +89,36 @@ impl Sink for LokiSink {
             run_line.extend(fields);
         }
         let total: usize = report.teams.values().map(|t| t.total()).sum();
+        let errors: usize = report.teams.values().map(|t| t.errors()).sum();
         run_line.insert("total".into(), json!(total));
+        run_line.insert("errors".into(), json!(errors));
         push(RUN_TEAM, "run", Value::Object(run_line));
+
+        for error in &report.policy_errors {
+            push(
+                RUN_TEAM,
+                "policy_error",
+                json!({
+                    "type": "policy_error",
+                    "runId": run.run_id,
+                    "rule": error.rule,
+                    "constraint": error.constraint,
+                    "objects": error.objects,
+                    "kind": error.first_object.kind,
+                    "namespace": error.first_object.namespace,
+                    "name": error.first_object.name,
+                    "message": error.message,
+                }),
+            );
+        }
 
         for (team, tr) in &report.teams {
             let mut rules: BTreeMap<&str, usize> = BTreeMap::new();
             for (namespace, ns) in &tr.namespaces {
                 for (rule, rr) in &ns.rules {
-                    *rules.entry(rule).or_default() += rr.count;
+                    if rr.count > 0 {
+                        *rules.entry(rule).or_default() += rr.count;
+                    }
                     push(
                         team,
                         "summary",
@@ -107,6 +129,7 @@ impl Sink for LokiSink {
                             "namespace": namespace,
                             "rule": rule,
                             "count": rr.count,
+                            "errors": rr.errors,
                             "categories": rr.categories,
                         }),
                     );
@@ -137,7 +160,8 @@ impl Sink for LokiSink {
                     "runId": run.run_id,
                     "team": team,
                     "total": tr.total(),
-                    "namespaces": tr.namespaces.len(),
+                    "errors": tr.errors(),
+                    "namespaces": tr.violating_namespaces(),
                     "rules": rules,
                 }),
             );
@@ -265,11 +289,7 @@ impl LokiClient {
             return Ok(());
         }
         if answer.status == StatusCode::TOO_MANY_REQUESTS {
-            let retry_after_secs = answer
-                .headers
-                .get(http::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok());
+            let retry_after_secs = retry_after_secs(&answer.headers);
             return Err(SendError::RateLimited {
                 retry_after_secs,
                 retried: false,

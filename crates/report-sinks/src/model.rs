@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 use jiff::Timestamp;
 use serde::Serialize;
 
-/// One run's report: the run summary, every team's counts, and the run's problems.
+/// One run's report: the run summary, every team's counts, the policies that failed to
+/// evaluate, and the run's problems.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Report {
     /// The run line: id, cluster, status, reason, dry run, posted/failed teams, timestamps.
@@ -18,32 +19,88 @@ pub struct Report {
     /// team name. A team with no violations has an empty [`TeamReport`]: it still gets a
     /// `team_total` Loki line with total 0.
     pub teams: BTreeMap<String, TeamReport>,
+    /// Every Constraint whose evaluation failed on at least one object, sorted by (rule,
+    /// constraint). They are the policy owners' to fix, not the teams': they go to the default
+    /// team ([`crate::slack::problems_message`]) and to Loki as `policy_error` lines, and they
+    /// do not change the run status.
+    pub policy_errors: Vec<PolicyError>,
     /// Every problem of the run, in the order they happened (already free of secrets). They go
     /// to the default team in a problems digest ([`crate::slack::problems_message`]).
     pub problems: Vec<String>,
 }
 
-/// One team's violations: namespace → rule (constraint kind) → counts.
+/// One Constraint whose evaluation failed (a Rego evaluation error such as
+/// `eval_conflict_error`, or a matching error) on some objects.
+///
+/// Gatekeeper reports such a failure as a result whose message is the error; it says nothing
+/// about the object, so the report counts it apart from violations.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PolicyError {
+    /// The Constraint kind (the rule; the template is its lower-cased name).
+    pub rule: String,
+    /// The Constraint's `metadata.name`.
+    pub constraint: String,
+    /// Distinct objects (kind, namespace, name) the evaluation failed on.
+    pub objects: usize,
+    /// The first of those objects, sorted by (namespace, kind, name).
+    pub first_object: ObjectName,
+    /// The error text of the first object.
+    pub message: String,
+}
+
+/// An object named by kind, namespace (absent for cluster-scoped objects) and name.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ObjectName {
+    /// The namespace; `None` for cluster-scoped objects.
+    pub namespace: Option<String>,
+    /// The kind, e.g. `Deployment`.
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+}
+
+impl std::fmt::Display for ObjectName {
+    /// `Deployment payments-dev/api`, or `Namespace payments-dev` when cluster-scoped.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match &self.namespace {
+            Some(namespace) => write!(f, "{} {namespace}/{}", self.kind, self.name),
+            None => write!(f, "{} {}", self.kind, self.name),
+        }
+    }
+}
+
+/// One team's violations (and policy errors): namespace → rule (constraint kind) → counts.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TeamReport {
-    /// Namespaces with at least one violating workload, keyed (and so sorted) by name.
+    /// Namespaces with at least one violating or erring workload, keyed (and so sorted) by name.
     pub namespaces: BTreeMap<String, NamespaceReport>,
 }
 
 impl TeamReport {
-    /// The number of (workload, rule) pairs over all namespaces: a workload flagged by two rules
-    /// counts twice, once per rule.
+    /// The number of (workload, rule) pairs in violation over all namespaces: a workload flagged
+    /// by two rules counts twice, once per rule. Policy errors are not violations.
     pub fn total(&self) -> usize {
         self.namespaces.values().map(NamespaceReport::total).sum()
     }
 
-    /// Whether the team has no violation at all.
+    /// The number of (workload, rule) pairs whose evaluation failed, over all namespaces.
+    pub fn errors(&self) -> usize {
+        self.namespaces.values().map(NamespaceReport::errors).sum()
+    }
+
+    /// The number of namespaces with at least one violation.
+    pub fn violating_namespaces(&self) -> usize {
+        self.namespaces.values().filter(|ns| ns.total() > 0).count()
+    }
+
+    /// Whether the team has no violation at all (policy errors are not the team's to fix, so a
+    /// team with only policy errors is clean).
     pub fn is_clean(&self) -> bool {
         self.total() == 0
     }
 }
 
-/// One namespace's violations, per rule.
+/// One namespace's violations and policy errors, per rule.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct NamespaceReport {
     /// Rule (constraint kind, e.g. `K8sRequiredLabels`) → what it flagged, sorted by rule.
@@ -51,19 +108,28 @@ pub struct NamespaceReport {
 }
 
 impl NamespaceReport {
-    /// The number of (workload, rule) pairs in this namespace.
+    /// The number of (workload, rule) pairs in violation in this namespace.
     pub fn total(&self) -> usize {
         self.rules.values().map(|r| r.count).sum()
+    }
+
+    /// The number of (workload, rule) pairs whose evaluation failed in this namespace.
+    pub fn errors(&self) -> usize {
+        self.rules.values().map(|r| r.errors).sum()
     }
 }
 
 /// What one rule flagged in one namespace.
 ///
-/// Build it with [`RuleReport::from_workloads`], which sorts, dedups, caps and counts.
+/// Build it with [`RuleReport::from_workloads`], which sorts, dedups, caps and counts, and add
+/// the policy errors with [`RuleReport::with_errors`].
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuleReport {
     /// Distinct violating workloads (a workload is keyed by kind and name).
     pub count: usize,
+    /// Distinct workloads on which the rule's evaluation failed (a policy error, not a
+    /// violation: never in `names`, `categories` or `workloads`).
+    pub errors: usize,
     /// Display names ([`ViolatingWorkload::display_name`]) of the first `maxNamesPerRule`
     /// workloads, sorted by (name, kind).
     pub names: Vec<String>,
@@ -103,11 +169,18 @@ impl RuleReport {
         }
         RuleReport {
             count,
+            errors: 0,
             more: count - names.len(),
             names,
             categories,
             workloads,
         }
+    }
+
+    /// The same report with `errors` workloads on which the rule's evaluation failed.
+    pub fn with_errors(mut self, errors: usize) -> RuleReport {
+        self.errors = errors;
+        self
     }
 }
 

@@ -4,7 +4,9 @@
 //! A team digest has a header, one intro section (total, namespaces, cluster, run id), one
 //! section per namespace listing each rule's count, message categories and the sorted, capped
 //! workload names (`+N more`), and a context block linking the dashboard (with `var-team` and
-//! `var-run`) and the readme. It stays within Slack's limits — at most [`MAX_BLOCKS`] blocks and
+//! `var-run`) and the readme. Policy errors (a policy that failed to evaluate) are shown as
+//! `N policy errors` next to the counts, never as violating workloads, and the problems digest
+//! names every erring Constraint for the policy owners. It stays within Slack's limits — at most [`MAX_BLOCKS`] blocks and
 //! [`MAX_SECTION_CHARS`] characters per section text — and within
 //! [`SlackOptions::max_message_chars`]; whatever does not fit is summarised honestly as
 //! "…and N more namespaces (M violations)" instead of failing the post.
@@ -18,8 +20,8 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::Sink;
-use crate::http::{HttpClient, HttpOptions, SendError, failure};
-use crate::model::{Report, RuleReport, RunStatus, RunSummary, TeamReport};
+use crate::http::{HttpClient, HttpOptions, SendError, failure, retry_after_secs};
+use crate::model::{PolicyError, Report, RuleReport, RunStatus, RunSummary, TeamReport};
 use crate::secret::WebhookUrl;
 
 /// Slack's limit on blocks per message.
@@ -152,39 +154,8 @@ pub fn team_message(
     run: &RunSummary,
     options: &SlackOptions,
 ) -> SlackMessage {
-    let total = report.total();
-    let namespaces = report.namespaces.len();
     let mut blocks = vec![header(&format!("Workload policy report: {team}"))];
-    let intro = if total == 0 {
-        format!(
-            "No policy violations in your namespaces on cluster `{}` (run `{}`).",
-            escape(&run.cluster),
-            escape(&run.run_id)
-        )
-    } else {
-        format!(
-            "*{total}* policy {} in *{namespaces}* {} on cluster `{}` (run `{}`).",
-            plural(total, "violation", "violations"),
-            plural(namespaces, "namespace", "namespaces"),
-            escape(&run.cluster),
-            escape(&run.run_id)
-        )
-    };
-    let first_line = if total == 0 {
-        format!(
-            "Workload policy report for {team}: no policy violations on cluster {} (run {}).",
-            escape(&run.cluster),
-            escape(&run.run_id)
-        )
-    } else {
-        format!(
-            "Workload policy report for {team}: {total} {} in {namespaces} {} on cluster {} (run {}).",
-            plural(total, "violation", "violations"),
-            plural(namespaces, "namespace", "namespaces"),
-            escape(&run.cluster),
-            escape(&run.run_id)
-        )
-    };
+    let (intro, first_line) = team_intro(team, report, run);
     let mut text_lines = vec![first_line];
     let mut used = chars(&intro) + chars(team) + 30;
     blocks.push(section(&intro));
@@ -193,6 +164,7 @@ pub fn team_message(
     let mut shown_sections = 0;
     let mut cut_namespaces = 0;
     let mut cut_violations = 0;
+    let mut cut_errors = 0;
     for (namespace, ns) in &report.namespaces {
         let fits_blocks = shown_sections + FIXED_BLOCKS < MAX_BLOCKS;
         let text = namespace_section(namespace, &ns.rules);
@@ -203,6 +175,7 @@ pub fn team_message(
         } else {
             cut_namespaces += 1;
             cut_violations += ns.total();
+            cut_errors += ns.errors();
         }
     }
     let mut text_used = chars(&text_lines[0]);
@@ -213,7 +186,7 @@ pub fn team_message(
             escape(namespace),
             ns.rules
                 .iter()
-                .map(|(rule, r)| format!("{} {}", escape(rule), r.count))
+                .map(|(rule, r)| format!("{} {}", escape(rule), plain_counts(r)))
                 .collect::<Vec<_>>()
                 .join(", ")
         );
@@ -226,9 +199,9 @@ pub fn team_message(
     }
     if cut_namespaces > 0 {
         blocks.push(section(&format!(
-            "…and {cut_namespaces} more {} ({cut_violations} {}) not shown here: see the dashboard.",
+            "…and {cut_namespaces} more {} ({}) not shown here: see the dashboard.",
             plural(cut_namespaces, "namespace", "namespaces"),
-            plural(cut_violations, "violation", "violations"),
+            counts(cut_violations, cut_errors),
         )));
     }
     if text_cut > 0 {
@@ -258,11 +231,102 @@ pub fn team_message(
     }
 }
 
+/// The digest's intro section and the first line of its plain-text fallback. Policy errors are
+/// said apart from violations, with why the team need not act on them.
+fn team_intro(team: &str, report: &TeamReport, run: &RunSummary) -> (String, String) {
+    let total = report.total();
+    let errors = report.errors();
+    let namespaces = report.violating_namespaces();
+    let cluster = escape(&run.cluster);
+    let run_id = escape(&run.run_id);
+    let (mut intro, mut first_line) = if total == 0 {
+        (
+            format!(
+                "No policy violations in your namespaces on cluster `{cluster}` (run `{run_id}`)."
+            ),
+            format!(
+                "Workload policy report for {team}: no policy violations on cluster {cluster} (run {run_id})."
+            ),
+        )
+    } else {
+        let violations = plural(total, "violation", "violations");
+        let in_namespaces = plural(namespaces, "namespace", "namespaces");
+        (
+            format!(
+                "*{total}* policy {violations} in *{namespaces}* {in_namespaces} on cluster `{cluster}` (run `{run_id}`)."
+            ),
+            format!(
+                "Workload policy report for {team}: {total} {violations} in {namespaces} {in_namespaces} on cluster {cluster} (run {run_id})."
+            ),
+        )
+    };
+    if errors > 0 {
+        let policy_errors = plural(errors, "policy error", "policy errors");
+        intro.push_str(&format!(
+            "\n*{errors}* {policy_errors}: a policy could not be evaluated on some of your workloads. Nothing to fix on your side: the policy owners have been told."
+        ));
+        first_line.push_str(&format!(
+            " {errors} {policy_errors} (not your workloads' fault)."
+        ));
+    }
+    (intro, first_line)
+}
+
+/// `shown` (the violation count as displayed) with `errors` policy errors joined by `join`; only
+/// `shown` without errors, only `N policy errors` without violations.
+fn with_errors(
+    violations: usize,
+    shown: String,
+    errors: usize,
+    join: impl Fn(&str, &str) -> String,
+) -> String {
+    let errors_text = format!(
+        "{errors} {}",
+        plural(errors, "policy error", "policy errors")
+    );
+    match (violations, errors) {
+        (_, 0) => shown,
+        (0, _) => errors_text,
+        _ => join(&shown, &errors_text),
+    }
+}
+
+/// `3 violations`, `2 policy errors` or `3 violations, 2 policy errors`.
+fn counts(violations: usize, errors: usize) -> String {
+    let shown = format!(
+        "{violations} {}",
+        plural(violations, "violation", "violations")
+    );
+    with_errors(violations, shown, errors, |v, e| format!("{v}, {e}"))
+}
+
+/// A namespace's or rule's count in mrkdwn: `3`, `2 policy errors` or `3; 2 policy errors`.
+fn count_with_errors(violations: usize, errors: usize) -> String {
+    with_errors(violations, violations.to_string(), errors, |v, e| {
+        format!("{v}; {e}")
+    })
+}
+
+/// A rule's count in the plain-text fallback: `3`, `2 policy errors` or `3 (+2 policy errors)`.
+fn plain_counts(rule: &RuleReport) -> String {
+    with_errors(rule.count, rule.count.to_string(), rule.errors, |v, e| {
+        format!("{v} (+{e})")
+    })
+}
+
+/// What the problems digest says before listing the policy errors.
+const POLICY_ERRORS_HEADING: &str = "*Policy errors*: these Constraints failed to evaluate on some \
+objects; fix the template or the Constraint. The teams' digests show them as policy errors, not \
+as violations; Gatekeeper's audit counts them in `totalViolations`.";
+
 /// Renders the problems digest for the default team: the run status and reason, which teams
-/// were posted and which failed, and every problem of the run (capped with "…and N more").
+/// were posted and which failed, every problem of the run, then every Constraint that failed to
+/// evaluate, with its number of objects, the first of them and its error (each list capped with
+/// "…and N more"). It is sent when the run is not ok or when a policy erred.
 pub fn problems_message(
     run: &RunSummary,
     problems: &[String],
+    policy_errors: &[PolicyError],
     options: &SlackOptions,
 ) -> SlackMessage {
     let status = run.status.as_str();
@@ -291,36 +355,42 @@ pub fn problems_message(
         intro.push_str(&format!("\nFailed: {}", escape(&run.failed.join(", "))));
     }
     let intro = truncate_chars(&intro, MAX_SECTION_CHARS);
-    let mut used = chars(&intro);
+    let mut bullets = Bullets {
+        used: chars(&intro),
+        budget: options.max_message_chars.saturating_sub(RESERVED_CHARS),
+    };
     blocks.push(section(&intro));
 
-    let budget = options.max_message_chars.saturating_sub(RESERVED_CHARS);
-    let mut current = String::new();
-    let mut shown = 0;
-    for problem in problems {
-        let line = format!("• {}\n", escape(&truncate_chars(problem, 1000)));
-        let section_full = chars(&current) + chars(&line) > MAX_SECTION_CHARS;
-        let blocks_full = blocks.len() + 1 + FIXED_BLOCKS - 2 >= MAX_BLOCKS;
-        if used + chars(&line) > budget || (section_full && blocks_full) {
-            break;
-        }
-        if section_full {
-            blocks.push(section(current.trim_end()));
-            current.clear();
-        }
-        used += chars(&line);
-        current.push_str(&line);
-        shown += 1;
-    }
-    if !current.is_empty() {
-        blocks.push(section(current.trim_end()));
-    }
+    let problem_lines: Vec<String> = problems.iter().map(|p| bullet(p)).collect();
+    // the policy errors need their heading, one section and a closing note after the problems
+    let reserved = if policy_errors.is_empty() { 0 } else { 3 };
+    let shown = bullets.push(&mut blocks, &problem_lines, reserved);
     if shown < problems.len() {
         let more = problems.len() - shown;
         blocks.push(section(&format!(
             "…and {more} more {} (see the job log).",
             plural(more, "problem", "problems")
         )));
+    }
+    if !policy_errors.is_empty() {
+        let mut shown = 0;
+        if bullets.fits(POLICY_ERRORS_HEADING) {
+            bullets.used += chars(POLICY_ERRORS_HEADING);
+            blocks.push(section(POLICY_ERRORS_HEADING));
+            let lines: Vec<String> = policy_errors.iter().map(policy_error_line).collect();
+            shown = bullets.push(&mut blocks, &lines, 0);
+        }
+        if shown < policy_errors.len() {
+            let more = policy_errors.len() - shown;
+            blocks.push(section(&format!(
+                "…and {more} more {} (see the `policy_error` lines in Loki).",
+                plural(
+                    more,
+                    "Constraint with policy errors",
+                    "Constraints with policy errors"
+                )
+            )));
+        }
     }
     if let Some(block) = links(options, None, &run.run_id, "Readme") {
         blocks.push(block);
@@ -335,16 +405,94 @@ pub fn problems_message(
         text.push_str(": ");
         text.push_str(&escape(&run.reason));
     }
+    if !policy_errors.is_empty() {
+        let named: Vec<String> = policy_errors
+            .iter()
+            .map(|e| {
+                format!(
+                    "{}/{} ({} {})",
+                    escape(&e.rule),
+                    escape(&e.constraint),
+                    e.objects,
+                    plural(e.objects, "object", "objects")
+                )
+            })
+            .collect();
+        text.push_str(&format!("; policy errors: {}", named.join(", ")));
+    }
     SlackMessage {
-        text: truncate_chars(&text, budget.max(200)),
+        text: truncate_chars(&text, bullets.budget.max(200)),
         blocks,
+    }
+}
+
+/// `• <text>`, capped at 1,000 characters and escaped, with its line break.
+fn bullet(text: &str) -> String {
+    format!("• {}\n", escape(&truncate_chars(text, 1000)))
+}
+
+/// `• *K8sRule* `constraint`: N objects, first `Deployment ns/name`: <error>`.
+fn policy_error_line(error: &PolicyError) -> String {
+    bullet(&format!(
+        "*{}* `{}`: {} {}, first `{}`: {}",
+        error.rule,
+        error.constraint,
+        error.objects,
+        plural(error.objects, "object", "objects"),
+        error.first_object,
+        error.message
+    ))
+}
+
+/// Packs bullet lines into sections within the message's character budget and Slack's block
+/// limit.
+struct Bullets {
+    /// Characters of visible text used so far.
+    used: usize,
+    /// The most characters the message may use.
+    budget: usize,
+}
+
+impl Bullets {
+    fn fits(&self, text: &str) -> bool {
+        self.used + chars(text) <= self.budget
+    }
+
+    /// Appends as many of `lines` as fit, keeping `reserved` blocks (besides a closing note and
+    /// the links) free for what follows; returns how many were shown.
+    fn push(&mut self, blocks: &mut Vec<Value>, lines: &[String], reserved: usize) -> usize {
+        let mut current = String::new();
+        let mut shown = 0;
+        for line in lines {
+            let section_full = chars(&current) + chars(line) > MAX_SECTION_CHARS;
+            let blocks_full = blocks.len() + 1 + FIXED_BLOCKS - 2 + reserved >= MAX_BLOCKS;
+            if !self.fits(line) || (section_full && blocks_full) {
+                break;
+            }
+            if section_full {
+                blocks.push(section(current.trim_end()));
+                current.clear();
+            }
+            self.used += chars(line);
+            current.push_str(line);
+            shown += 1;
+        }
+        if !current.is_empty() {
+            blocks.push(section(current.trim_end()));
+        }
+        shown
     }
 }
 
 /// One namespace's section text: a bold namespace line, then one bullet per rule.
 fn namespace_section(namespace: &str, rules: &BTreeMap<String, RuleReport>) -> String {
     let total: usize = rules.values().map(|r| r.count).sum();
-    let mut text = format!("*{}* — {total}", escape(namespace));
+    let errors: usize = rules.values().map(|r| r.errors).sum();
+    let mut text = format!(
+        "*{}* — {}",
+        escape(namespace),
+        count_with_errors(total, errors)
+    );
     let mut shown = 0;
     for (rule, report) in rules {
         // keep room for a closing "…and N more rules" line
@@ -361,18 +509,34 @@ fn namespace_section(namespace: &str, rules: &BTreeMap<String, RuleReport>) -> S
     if shown < rules.len() {
         let more = rules.len() - shown;
         let cut: usize = rules.values().skip(shown).map(|r| r.count).sum();
+        let cut_errors: usize = rules.values().skip(shown).map(|r| r.errors).sum();
         text.push_str(&format!(
-            "\n…and {more} more {} ({cut} {})",
+            "\n…and {more} more {} ({})",
             plural(more, "rule", "rules"),
-            plural(cut, "violation", "violations")
+            counts(cut, cut_errors)
         ));
     }
     text
 }
 
 /// `• *Rule*: N (cat a, cat b) — `x`, `y` +M more`, with as many names as fit in `room`
-/// characters; `None` when not even the counts fit.
+/// characters, then `; E policy errors` when the rule failed to evaluate on some workloads (an
+/// erring workload is never listed as violating); `None` when not even the counts fit.
 fn rule_line(rule: &str, report: &RuleReport, room: usize) -> Option<String> {
+    if report.count == 0 {
+        let line = format!(
+            "• *{}*: {}",
+            escape(rule),
+            count_with_errors(0, report.errors)
+        );
+        return (chars(&line) <= room).then_some(line);
+    }
+    let errors_suffix = if report.errors > 0 {
+        format!("; {}", count_with_errors(0, report.errors))
+    } else {
+        String::new()
+    };
+    let room = room.saturating_sub(chars(&errors_suffix));
     let mut line = format!("• *{}*: {}", escape(rule), report.count);
     let show_categories =
         report.categories.len() > 1 || report.categories.keys().any(|c| c != "other");
@@ -407,6 +571,7 @@ fn rule_line(rule: &str, report: &RuleReport, room: usize) -> Option<String> {
     if more > 0 {
         line.push_str(&format!(" +{more} more"));
     }
+    line.push_str(&errors_suffix);
     Some(line)
 }
 
@@ -522,11 +687,7 @@ impl SlackPoster {
         if answer.status != StatusCode::TOO_MANY_REQUESTS {
             return Err(failure(&answer, &secrets));
         }
-        let retry_after = answer
-            .headers
-            .get(http::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
+        let retry_after = retry_after_secs(&answer.headers);
         let wait = Duration::from_secs(retry_after.unwrap_or(1));
         if wait > self.max_retry_after {
             return Err(SendError::RateLimited {

@@ -253,3 +253,49 @@ fn a_skipped_run_pushes_the_run_line_only() {
     assert_eq!(line["status"], "skipped");
     assert_eq!(line["total"], 0);
 }
+
+#[test]
+fn policy_errors_are_counted_apart_and_never_violation_lines() {
+    let push = LokiSink::new("job").render(&common::report_with_errors());
+    insta::assert_snapshot!("loki_push_with_errors", push.to_json());
+    let lines = |team: &str, kind: &str| -> Vec<Value> {
+        push.streams
+            .iter()
+            .filter(|s| s.stream["team"] == team && s.stream["type"] == kind)
+            .flat_map(|s| s.values.iter())
+            .map(|[_, line]| serde_json::from_str(line).unwrap())
+            .collect()
+    };
+    let run = &lines("_run", "run")[0];
+    assert_eq!(
+        (run["total"].as_u64(), run["errors"].as_u64()),
+        (Some(8), Some(4))
+    );
+    let errors = lines("_run", "policy_error");
+    assert_eq!(errors.len(), 1);
+    assert_eq!(errors[0]["constraint"], "probes");
+    assert_eq!(errors[0]["objects"], 4);
+    let total = &lines("raster", "team_total")[0];
+    assert_eq!(total["total"], 6);
+    assert_eq!(total["errors"], 3);
+    assert_eq!(total["namespaces"], 2, "namespaces with violations only");
+    let stage: Vec<Value> = lines("raster", "summary")
+        .into_iter()
+        .filter(|l| l["namespace"] == "raster-stage")
+        .collect();
+    assert_eq!(
+        stage,
+        [serde_json::json!({
+            "type": "summary", "runId": "20261130T073000Z-a1b2", "team": "raster",
+            "namespace": "raster-stage", "rule": "K8sRequiredProbes",
+            "count": 0, "errors": 2, "categories": {}
+        })]
+    );
+    assert!(
+        lines("raster", "violation")
+            .iter()
+            .all(|l| l["namespace"] != "raster-stage"),
+        "an erring workload is never a violation line"
+    );
+    assert!(lines("3d", "violation").is_empty());
+}

@@ -117,7 +117,7 @@ fn problems_digest_snapshot() {
         "team raster: slack post failed: server answered HTTP 500".to_string(),
         "loki push failed: server answered HTTP 400: bad <entry>".to_string(),
     ];
-    let message = problems_message(&run, &problems, &options());
+    let message = problems_message(&run, &problems, &[], &options());
     insta::assert_snapshot!("problems_digest", message.to_json());
 }
 
@@ -129,6 +129,7 @@ fn problems_digest_caps_many_problems_honestly() {
     let message = problems_message(
         &common::run(),
         &problems,
+        &[],
         &SlackOptions {
             max_message_chars: 3_000,
             ..options()
@@ -321,7 +322,168 @@ fn skipped_run_report_renders_no_team_digest() {
     let report = Report {
         run: common::run(),
         teams: BTreeMap::new(),
+        policy_errors: vec![],
         problems: vec!["api error".into()],
     };
     assert!(SlackSink::new(options()).render(&report).is_empty());
+}
+
+#[test]
+fn policy_errors_are_counted_apart_from_violations_in_the_digest() {
+    let digests = SlackSink::new(options()).render(&common::report_with_errors());
+    let teams: Vec<&str> = digests.iter().map(|d| d.team.as_str()).collect();
+    // 3d has policy errors only: nothing it can fix, so it stays clean and gets no digest
+    assert_eq!(teams, ["infra", "raster"]);
+    let raster = &digests[1].message;
+    insta::assert_snapshot!("raster_digest_with_errors", raster.to_json());
+    let sections = section_texts(&raster.blocks);
+    // violations and namespaces count only violations; the errors are said apart, once
+    assert!(
+        sections[0].starts_with("*6* policy violations in *2* namespaces")
+            && sections[0].contains("\n*3* policy errors: a policy could not be evaluated"),
+        "{}",
+        sections[0]
+    );
+    let raster_dev = sections
+        .iter()
+        .find(|s| s.starts_with("*raster-dev*"))
+        .unwrap();
+    assert!(
+        raster_dev.starts_with("*raster-dev* — 3; 1 policy error\n")
+            && raster_dev
+                .contains("• *K8sRequiredProbes*: 2 — `api`, `statefulset/api`; 1 policy error"),
+        "{raster_dev}"
+    );
+    // a rule that only erred lists no workload and no category
+    let stage = sections
+        .iter()
+        .find(|s| s.starts_with("*raster-stage*"))
+        .unwrap();
+    assert_eq!(
+        stage,
+        "*raster-stage* — 2 policy errors\n• *K8sRequiredProbes*: 2 policy errors"
+    );
+    assert!(
+        raster
+            .text
+            .contains("raster-stage: K8sRequiredProbes 2 policy errors"),
+        "{}",
+        raster.text
+    );
+    // with postWhenClean the errors-only team hears of its errors, as errors
+    let sink = SlackSink::new(SlackOptions {
+        post_when_clean: true,
+        ..options()
+    });
+    let digests = sink.render(&common::report_with_errors());
+    let clean = section_texts(&digests[0].message.blocks);
+    assert_eq!(digests[0].team, "3d");
+    assert!(
+        clean[0].starts_with("No policy violations in your namespaces")
+            && clean[0].contains("*1* policy error:"),
+        "{}",
+        clean[0]
+    );
+}
+
+#[test]
+fn problems_digest_names_every_erring_constraint_for_an_ok_run() {
+    let errors = vec![
+        common::policy_error(
+            "K8sOwner",
+            "owner-required",
+            4,
+            "payments-dev",
+            "worker",
+            "template:3: eval_conflict_error: complete rules must not produce multiple outputs",
+        ),
+        common::policy_error(
+            "K8sOwner",
+            "owner-required-prod",
+            1,
+            "payments-prod",
+            "checkout",
+            "bad <input> & more",
+        ),
+    ];
+    let message = problems_message(&common::run(), &[], &errors, &options());
+    insta::assert_snapshot!("problems_digest_policy_errors", message.to_json());
+    let sections = section_texts(&message.blocks);
+    assert!(sections[0].contains("is *ok*"), "{}", sections[0]);
+    assert!(
+        sections[1].starts_with("*Policy errors*"),
+        "{}",
+        sections[1]
+    );
+    assert_eq!(
+        sections[2],
+        "• *K8sOwner* `owner-required`: 4 objects, first `Deployment payments-dev/worker`: \
+         template:3: eval_conflict_error: complete rules must not produce multiple outputs\n\
+         • *K8sOwner* `owner-required-prod`: 1 object, first `Deployment payments-prod/checkout`: \
+         bad &lt;input&gt; &amp; more"
+    );
+    assert!(
+        message.text.ends_with(
+            ": ok; policy errors: K8sOwner/owner-required (4 objects), \
+             K8sOwner/owner-required-prod (1 object)"
+        ),
+        "{}",
+        message.text
+    );
+}
+
+#[test]
+fn problems_digest_caps_problems_and_policy_errors_honestly() {
+    let problems: Vec<String> = (0..300)
+        .map(|i| format!("problem number {i:03} with some explanatory text to take room"))
+        .collect();
+    let errors: Vec<report_sinks::PolicyError> = (0..2000)
+        .map(|i| {
+            common::policy_error(
+                "K8sOwner",
+                &format!("owner-{i:04}"),
+                i + 1,
+                "ns",
+                "w",
+                "eval_conflict_error: complete rules must not produce multiple outputs",
+            )
+        })
+        .collect();
+    for (max_message_chars, problems, errors) in [
+        // the character budget cuts
+        (3_000, &problems[..0], &errors[..300]),
+        (3_000, &problems[..], &errors[..300]),
+        // Slack's block limit cuts
+        (1_000_000, &problems[..], &errors[..]),
+    ] {
+        let message = problems_message(
+            &common::run(),
+            problems,
+            errors,
+            &SlackOptions {
+                max_message_chars,
+                ..options()
+            },
+        );
+        assert!(
+            message.blocks.len() <= MAX_BLOCKS,
+            "{}",
+            message.blocks.len()
+        );
+        assert!(all_text(&message.blocks) <= max_message_chars);
+        let sections = section_texts(&message.blocks);
+        let shown: usize = sections
+            .iter()
+            .map(|s| s.matches("• *K8sOwner*").count())
+            .sum();
+        assert!(shown < errors.len(), "{max_message_chars}: {shown}");
+        let note = sections.last().unwrap();
+        assert_eq!(
+            note,
+            &format!(
+                "…and {} more Constraints with policy errors (see the `policy_error` lines in Loki).",
+                errors.len() - shown
+            )
+        );
+    }
 }

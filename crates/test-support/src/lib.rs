@@ -3,10 +3,12 @@
 //!
 //! [`server::TestServer`] is the one building block: a handler closure answers every request and
 //! every request is recorded. The fakes of the Kubernetes API, the regional policy endpoints,
-//! Slack, Loki and HTTPS downloads are built on it, one module each.
+//! Slack, Loki and HTTPS downloads are built on it, one module each. [`bomb`] builds
+//! decompression bombs for tests of capped reads.
 //!
 //! Nothing here is shipped: the crate is a dev-dependency only.
 
+pub mod bomb;
 pub mod kube_api;
 pub mod loki;
 pub mod policy_server;

@@ -1,7 +1,7 @@
 //! A fake of the regional GCO policy endpoints: one loopback HTTPS server answering
 //! `GET /<region>/prod/api/v1/policy` for many regions, each with its own behaviour (serve a
 //! document, be slow, hang, fail, throttle then succeed, redirect, send garbage, send a huge
-//! body) and optionally its own authentication requirement (bearer token, SigV4-shaped header).
+//! body, echo the request into the document) and optionally its own authentication requirement (bearer token, SigV4-shaped header).
 //!
 //! Regions not configured answer 404. Behaviours can be changed while the server runs.
 
@@ -9,8 +9,11 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
 use bytes::Bytes;
 use http::StatusCode;
+use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
 
 use crate::server::{RecordedRequest, Reply, TestServer, respond, respond_json};
@@ -47,6 +50,9 @@ pub enum Behaviour {
     NoPolicy,
     /// 200 with a syntactically valid JSON body of (at least) this many bytes.
     Oversized(usize),
+    /// 200 with the JSON body this function builds from the request: a hostile or buggy server
+    /// that echoes what it received (for example the caller's credentials) into the policy.
+    Echo(fn(&RecordedRequest) -> Value),
 }
 
 /// What a region's endpoint demands before answering.
@@ -226,6 +232,7 @@ async fn answer(state: &Mutex<State>, request: RecordedRequest) -> Reply {
             body.extend_from_slice(br#""}"#);
             respond(StatusCode::OK, "application/json", Bytes::from(body))
         }
+        Behaviour::Echo(build) => json_reply(&build(&request)),
     }
 }
 
@@ -360,6 +367,108 @@ pub fn sample_policy_response(region: &str) -> Value {
             }
         }
     })
+}
+
+/// The forms a server can reasonably echo a credential in: raw, case-folded, base64 (alone, of
+/// `Bearer <s>`, of `user:<s>` URL-safe), percent-encoded, JSON-escaped (`\/`), and base64
+/// wrapped over lines.
+pub fn credential_encodings(secret: &str) -> Vec<String> {
+    let base64 = STANDARD.encode(secret);
+    let wrapped: Vec<String> = base64
+        .as_bytes()
+        .chunks(8)
+        .map(|chunk| String::from_utf8_lossy(chunk).into_owned())
+        .collect();
+    vec![
+        secret.to_string(),
+        secret.to_uppercase(),
+        secret.to_lowercase(),
+        base64.clone(),
+        STANDARD.encode(format!("Bearer {secret}")),
+        URL_SAFE_NO_PAD.encode(format!("user:{secret}")),
+        utf8_percent_encode(secret, NON_ALPHANUMERIC).to_string(),
+        secret.replace('/', "\\/"),
+        wrapped.join("\n"),
+    ]
+}
+
+/// The first of [`credential_encodings`] of `secret` found in `rendered`, compared lower-cased
+/// and without whitespace, backslashes or escaped newlines, so a leak cannot hide behind JSON
+/// escaping, case or line wrapping in the rendering.
+pub fn leaked_encoding(rendered: &str, secret: &str) -> Option<String> {
+    let normalize = |text: &str| -> String {
+        text.replace("\\n", "")
+            .chars()
+            .filter(|c| !c.is_whitespace() && *c != '\\')
+            .collect::<String>()
+            .to_lowercase()
+    };
+    let haystack = normalize(rendered);
+    credential_encodings(secret)
+        .into_iter()
+        .find(|encoded| haystack.contains(&normalize(encoded)))
+}
+
+/// Every credential-bearing header of `request` (the `Authorization` value, a bearer token, a
+/// SigV4 access key, the session token), each in every [`credential_encodings`] form.
+fn echoed_credentials(request: &RecordedRequest) -> Vec<String> {
+    let mut secrets = Vec::new();
+    if let Some(authorization) = request.header("authorization") {
+        secrets.push(authorization.to_string());
+        if let Some(token) = authorization.strip_prefix("Bearer ") {
+            secrets.push(token.to_string());
+        }
+        if let Some(scope) = authorization.split("Credential=").nth(1) {
+            secrets.push(scope.split('/').next().unwrap_or_default().to_string());
+        }
+    }
+    if let Some(session) = request.header("x-amz-security-token") {
+        secrets.push(session.to_string());
+    }
+    secrets
+        .iter()
+        .flat_map(|s| credential_encodings(s))
+        .collect()
+}
+
+/// For [`Behaviour::Echo`]: a readable policy carrying the request's credentials in every
+/// encoding, wherever a reason, a drift value, a table line or the raw document could show them
+/// (allowlists, keys, the caps' extras, an enforcement reason, the top-level fields).
+pub fn echo_credentials_everywhere(request: &RecordedRequest) -> Value {
+    let echoed = echoed_credentials(request);
+    let first = echoed.first().cloned().unwrap_or_default();
+    let keyed: serde_json::Map<String, Value> = echoed
+        .iter()
+        .map(|s| (s.clone(), Value::String(s.clone())))
+        .collect();
+    json!({
+        "cluster_id": first,
+        "region": format!("echo of {first}"),
+        "policy": {
+            "allowed_kinds": ["Job", first],
+            "allowed_namespaces": ["gco-jobs"],
+            "trusted_registries": echoed,
+            "trusted_dockerhub_orgs": [format!("org-{first}")],
+            "manifest_caps": {"max_gpu_count": 4, "configured": keyed},
+            "require_accelerator_toleration": false,
+        },
+        "cluster_enforcement": {
+            "gco-jobs": {"status": "unavailable", "reason": format!("401 for {first}")},
+        },
+    })
+}
+
+/// For [`Behaviour::Echo`]: a policy whose CPU cap is the `Authorization` header, so the
+/// conversion error (`invalid literal for int() …`) quotes it.
+pub fn echo_authorization_into_a_cap(request: &RecordedRequest) -> Value {
+    let authorization = request.header("authorization").unwrap_or_default();
+    json!({"policy": {"manifest_caps": {"max_cpu_millicores": authorization}}})
+}
+
+/// For [`Behaviour::Echo`]: a policy whose CPU cap is the SigV4 session token.
+pub fn echo_session_token_into_a_cap(request: &RecordedRequest) -> Value {
+    let session = request.header("x-amz-security-token").unwrap_or_default();
+    json!({"policy": {"manifest_caps": {"max_cpu_millicores": session}}})
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
-use crate::count::tests::result;
+use crate::count::tests::{error, result};
 
 const HOOK_PATH: &str = "/services/T0001/B0002/XXXXsecretYYYY";
 
@@ -483,4 +483,101 @@ fn loki_credentials_never_reach_output() {
     };
     let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
     assert!(!everything(&out, &delivery).contains("tok-supersecret"));
+}
+
+/// [`collected`] plus a policy that failed to evaluate on two workloads of raster and one of web.
+fn collected_with_errors() -> Collected {
+    let mut collected = collected();
+    let conflict = "eval_conflict_error: complete rules must not produce multiple outputs";
+    for (namespace, name) in [
+        ("dem-dev", "api"),
+        ("dem-dev", "worker"),
+        ("web-shop", "db"),
+    ] {
+        collected.results.push(error(result(
+            "K8sRequiredLabels",
+            "labels",
+            "Deployment",
+            namespace,
+            name,
+            conflict,
+        )));
+    }
+    collected
+}
+
+#[test]
+fn policy_errors_keep_the_run_ok_and_go_to_the_default_team() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let out = run_with(
+        &config,
+        &settings,
+        || Ok(collected_with_errors()),
+        &mut delivery,
+    );
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    assert_eq!(out.report.run.reason, "");
+    assert!(out.report.problems.is_empty());
+    assert_eq!(out.exit_code(), 0);
+    // the teams' digests first, then the problems message, although the run is ok
+    let teams: Vec<&str> = delivery.posts.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(teams, ["raster", "web", "infra"]);
+    let problems = &delivery.posts[2].1;
+    assert_eq!(Some(problems), out.problems.as_ref());
+    let json = problems.to_json();
+    assert!(
+        json.contains(
+            "• *K8sRequiredLabels* `labels`: 3 objects, first `Deployment dem-dev/api`: \
+             eval_conflict_error: complete rules must not produce multiple outputs"
+        ),
+        "{json}"
+    );
+    let raster = &out.report.teams["raster"].namespaces["dem-dev"].rules["K8sRequiredLabels"];
+    assert_eq!((raster.count, raster.errors), (1, 2));
+    assert!(
+        delivery.posts[0]
+            .1
+            .to_json()
+            .contains("• *K8sRequiredLabels*: 1 — `api`; 2 policy errors")
+    );
+    assert!(
+        out.log.iter().any(|l| l
+            .starts_with("policy error: K8sRequiredLabels labels failed to evaluate on 3 objects")),
+        "{:?}",
+        out.log
+    );
+    let push = delivery.pushes[0].to_json();
+    assert!(push.contains(r#"\"type\":\"policy_error\""#), "{push}");
+}
+
+#[test]
+fn an_undeliverable_policy_errors_message_makes_an_ok_run_partial() {
+    let config = config();
+    let settings = settings(
+        &config,
+        &[
+            ("RASTER_WEBHOOK", &hook("raster")),
+            ("WEB_WEBHOOK", &hook("web")),
+        ],
+    );
+    let mut delivery = Recorder::default();
+    let out = run_with(
+        &config,
+        &settings,
+        || Ok(collected_with_errors()),
+        &mut delivery,
+    );
+    assert_eq!(out.report.run.status, RunStatus::Partial);
+    assert_eq!(out.report.run.failed, ["infra"]);
+    assert_eq!(
+        out.report.run.reason,
+        "team infra: no webhook (INFRA_WEBHOOK is not set)"
+    );
+    // the same without policy errors: infra gets no message, so nothing is missing
+    let mut delivery = Recorder::default();
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    assert!(out.problems.is_none());
 }

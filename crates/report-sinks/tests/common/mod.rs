@@ -5,8 +5,8 @@
 use std::collections::BTreeMap;
 
 use report_sinks::{
-    AuditCheck, NamespaceReport, Report, RuleReport, RunStatus, RunSummary, TeamReport,
-    ViolatingWorkload,
+    AuditCheck, NamespaceReport, ObjectName, PolicyError, Report, RuleReport, RunStatus,
+    RunSummary, TeamReport, ViolatingWorkload,
 };
 
 pub fn workload(kind: &str, name: &str, category: &str, message: &str) -> ViolatingWorkload {
@@ -139,6 +139,77 @@ pub fn report() -> Report {
             ("raster".to_string(), raster),
             ("silenced".to_string(), silenced),
         ]),
+        policy_errors: vec![],
         problems: vec![],
     }
+}
+
+/// One Constraint's policy error (`objects` objects, the first `Deployment <namespace>/<name>`).
+pub fn policy_error(
+    rule: &str,
+    constraint: &str,
+    objects: usize,
+    namespace: &str,
+    name: &str,
+    message: &str,
+) -> PolicyError {
+    PolicyError {
+        rule: rule.into(),
+        constraint: constraint.into(),
+        objects,
+        first_object: ObjectName {
+            namespace: Some(namespace.into()),
+            kind: "Deployment".into(),
+            name: name.into(),
+        },
+        message: message.into(),
+    }
+}
+
+/// [`report`] where K8sRequiredProbes also failed to evaluate: on one more workload of
+/// raster-dev (besides its two violations), on two workloads of raster-stage (errors only) and
+/// on one of the clean team 3d; the report lists the erring Constraint.
+pub fn report_with_errors() -> Report {
+    let mut report = report();
+    let raster = report.teams.get_mut("raster").unwrap();
+    let probes = raster
+        .namespaces
+        .get_mut("raster-dev")
+        .unwrap()
+        .rules
+        .remove("K8sRequiredProbes")
+        .unwrap();
+    raster
+        .namespaces
+        .get_mut("raster-dev")
+        .unwrap()
+        .rules
+        .insert("K8sRequiredProbes".to_string(), probes.with_errors(1));
+    raster.namespaces.insert(
+        "raster-stage".to_string(),
+        NamespaceReport {
+            rules: BTreeMap::from([(
+                "K8sRequiredProbes".to_string(),
+                RuleReport::from_workloads(vec![], 10).with_errors(2),
+            )]),
+        },
+    );
+    report.teams.get_mut("3d").unwrap().namespaces.insert(
+        "3d-render".to_string(),
+        NamespaceReport {
+            rules: BTreeMap::from([(
+                "K8sRequiredProbes".to_string(),
+                RuleReport::from_workloads(vec![], 10).with_errors(1),
+            )]),
+        },
+    );
+    report.policy_errors = vec![policy_error(
+        "K8sRequiredProbes",
+        "probes",
+        4,
+        "3d-render",
+        "blender",
+        "template:3: eval_conflict_error: complete rules must not produce multiple outputs",
+    )];
+    report
 }
