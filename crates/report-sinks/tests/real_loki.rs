@@ -4,14 +4,13 @@
 
 mod common;
 
-use std::collections::BTreeMap;
 use std::time::Duration;
 
 use report_sinks::{HttpOptions, LokiAuth, LokiClient, LokiConfig, LokiPush, LokiSink, Sink};
 use secrecy::SecretString;
 use serde_json::Value;
 use test_support::loki::LokiServer;
-use test_support::real::{RealLoki, Tool, require};
+use test_support::real::{RealLoki, Streams, Tool, require, streams_of};
 
 const JOB: &str = "gatekeeper-workload-report";
 
@@ -47,42 +46,14 @@ async fn pushed_to_real_loki(test: &str, tenant: &str) -> Option<(RealLoki, Loki
     Some((loki, push))
 }
 
-/// Labels → sorted `[timestamp, line]` pairs.
-type Lines = BTreeMap<BTreeMap<String, String>, Vec<[String; 2]>>;
-
-fn pushed(push: &LokiPush) -> Lines {
-    let mut lines = Lines::new();
-    for stream in &push.streams {
-        let values = lines.entry(stream.stream.clone()).or_default();
-        values.extend(stream.values.iter().cloned());
-        values.sort();
-    }
-    lines
+fn pushed(push: &LokiPush) -> Streams {
+    streams_of(&serde_json::from_str(&push.to_json()).unwrap())
 }
 
 /// Everything Loki holds for `tenant` under `{job=JOB}` around the report's timestamp.
-fn read_back(loki: &RealLoki, tenant: &str, push: &LokiPush) -> Lines {
+fn read_back(loki: &RealLoki, tenant: &str, push: &LokiPush) -> Streams {
     let ts: i128 = push.streams[0].values[0][0].parse().unwrap();
-    let result = loki.query_range(
-        tenant,
-        &format!("{{job=\"{JOB}\"}}"),
-        ts - 60_000_000_000,
-        ts + 60_000_000_000,
-    );
-    let mut lines = Lines::new();
-    for stream in result.as_array().unwrap() {
-        let labels: BTreeMap<String, String> = serde_json::from_value(stream["stream"].clone())
-            .unwrap_or_else(|e| panic!("labels {}: {e}", stream["stream"]));
-        let values = lines.entry(labels).or_default();
-        for value in stream["values"].as_array().unwrap() {
-            values.push([
-                value[0].as_str().unwrap().to_string(),
-                value[1].as_str().unwrap().to_string(),
-            ]);
-        }
-        values.sort();
-    }
-    lines
+    loki.streams_around(tenant, &format!("{{job=\"{JOB}\"}}"), ts)
 }
 
 #[tokio::test]

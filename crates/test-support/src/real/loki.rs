@@ -6,6 +6,7 @@
 //! and queriers are pointed straight at the query scheduler instead of discovering it through a
 //! ring polled every 10 s.
 
+use std::collections::BTreeMap;
 use std::ffi::OsString;
 use std::path::Path;
 use std::time::Duration;
@@ -22,6 +23,32 @@ const READY_WITHIN: Duration = Duration::from_secs(60);
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(20);
 /// The most lines one `query_range` returns (Loki's default is 100).
 const QUERY_LIMIT: usize = 5000;
+
+/// Loki streams as labels → their `[timestamp, line]` pairs, sorted: what a push sent or a
+/// `query_range` read, in a form two of them compare in.
+pub type Streams = BTreeMap<BTreeMap<String, String>, Vec<[String; 2]>>;
+
+/// The streams of a push body (`{"streams": [{"stream": {…}, "values": [[ts, line], …]}]}`) or
+/// of a `query_range` result (`[{"stream": {…}, "values": […]}, …]`). Panics on another shape.
+pub fn streams_of(body: &Value) -> Streams {
+    let list = body
+        .get("streams")
+        .unwrap_or(body)
+        .as_array()
+        .unwrap_or_else(|| panic!("not a list of Loki streams: {body}"));
+    let mut streams = Streams::new();
+    for stream in list {
+        let labels: BTreeMap<String, String> = serde_json::from_value(stream["stream"].clone())
+            .unwrap_or_else(|e| panic!("stream labels {}: {e}", stream["stream"]));
+        let values = streams.entry(labels).or_default();
+        for pair in stream["values"].as_array().into_iter().flatten() {
+            let text = |i: usize| pair[i].as_str().unwrap_or_default().to_string();
+            values.push([text(0), text(1)]);
+        }
+        values.sort();
+    }
+    streams
+}
 
 /// A running Loki; dropping it stops it.
 #[derive(Debug)]
@@ -64,6 +91,12 @@ impl RealLoki {
                 ("direction", "forward"),
             ],
         )
+    }
+
+    /// Every stream of `selector` for `tenant` within a minute of `ts` (Unix nanoseconds).
+    pub fn streams_around(&self, tenant: &str, selector: &str, ts: i128) -> Streams {
+        let minute = 60_000_000_000;
+        streams_of(&self.query_range(tenant, selector, ts - minute, ts + minute))
     }
 
     /// `GET /loki/api/v1/query` (an instant query at `time`, Unix nanoseconds) for `tenant`;

@@ -16,7 +16,7 @@ pub mod tools;
 
 pub use fixtures::read_objects;
 pub use kube::{Access, KubeOptions, RealKube};
-pub use loki::RealLoki;
+pub use loki::{RealLoki, Streams, streams_of};
 pub use tools::{Extracted, Tool, require};
 
 /// Makes `ring` the process's rustls provider (kube builds its TLS configuration from the

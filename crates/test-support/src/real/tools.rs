@@ -97,6 +97,31 @@ impl Extracted {
     pub fn bin(&self, name: &str) -> PathBuf {
         self.dir.join(name)
     }
+
+    /// The version in the tarball's name (`gator-v3.21.1-linux-amd64.tar.gz` → `v3.21.1`), or
+    /// the whole name after the prefix when it has no `-linux-` part.
+    pub fn version(&self) -> String {
+        let name = self
+            .located
+            .tarball
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let rest = name
+            .strip_prefix(self.located.tool.tarball_prefix())
+            .unwrap_or(&name)
+            .trim_end_matches(".tar.gz");
+        rest.split("-linux-").next().unwrap_or(rest).to_string()
+    }
+
+    /// The tarball's file name.
+    pub fn tarball_name(&self) -> String {
+        self.located
+            .tarball
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default()
+    }
 }
 
 /// The workspace root (two levels above this crate).
