@@ -110,32 +110,36 @@ impl RealLoki {
     }
 
     /// `GET /loki/api/v1/<endpoint>?<params>` for `tenant`; returns `data.result` (or `data` when
-    /// it has no `result`, as for label values).
+    /// it has no `result`, as for label values). Panics (with Loki's log tail) unless it succeeds.
     pub fn api(&self, tenant: &str, endpoint: &str, params: &[(&str, &str)]) -> Value {
+        self.try_api(tenant, endpoint, params)
+            .unwrap_or_else(|e| panic!("{}", self.process.failure(&e)))
+    }
+
+    /// [`RealLoki::api`], with a failed request or query as an error text.
+    pub fn try_api(
+        &self,
+        tenant: &str,
+        endpoint: &str,
+        params: &[(&str, &str)],
+    ) -> Result<Value, String> {
         let query: String = url::form_urlencoded::Serializer::new(String::new())
             .extend_pairs(params)
             .finish();
         let url = format!("{}/loki/api/v1/{endpoint}?{query}", self.url());
-        let answer = self
-            .request(Method::GET, &url, tenant, None)
-            .unwrap_or_else(|e| panic!("{}", self.process.failure(&e)));
+        let answer = self.request(Method::GET, &url, tenant, None)?;
         if !answer.status.is_success() {
-            panic!(
-                "{}",
-                self.process.failure(&format!(
-                    "{endpoint} {params:?}: HTTP {}: {}",
-                    answer.status,
-                    answer.text()
-                ))
-            );
+            return Err(format!(
+                "{endpoint} {params:?}: HTTP {}: {}",
+                answer.status,
+                answer.text()
+            ));
         }
-        let body = answer
-            .json()
-            .unwrap_or_else(|e| panic!("{}", self.process.failure(&e)));
-        match body["data"].get("result") {
+        let body = answer.json()?;
+        Ok(match body["data"].get("result") {
             Some(result) => result.clone(),
             None => body["data"].clone(),
-        }
+        })
     }
 
     /// Pushes a raw JSON body as `tenant` (for tests of Loki itself; the report pushes through
