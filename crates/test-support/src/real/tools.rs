@@ -126,7 +126,8 @@ impl Extracted {
 
 /// The workspace root (two levels above this crate).
 pub fn workspace_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::canonicalize(&root).unwrap_or(root)
 }
 
 /// The folder searched for the tools: `$REAL_SERVERS_DIR` when set, else
@@ -134,7 +135,10 @@ pub fn workspace_root() -> PathBuf {
 pub fn tools_folder() -> PathBuf {
     match std::env::var_os(DIR_ENV).filter(|v| !v.is_empty()) {
         Some(dir) => PathBuf::from(dir),
-        None => workspace_root().join("../shared/tools"),
+        None => workspace_root().parent().map_or_else(
+            || PathBuf::from("../shared/tools"),
+            |p| p.join("shared/tools"),
+        ),
     }
 }
 
@@ -205,14 +209,31 @@ pub fn skip_line(what: &str, missing: &[(Tool, String)]) -> String {
 pub fn require(tool: Tool, test: &str) -> Option<Extracted> {
     match locate(tool) {
         Ok(located) => Some(extract(&located).unwrap_or_else(|e| panic!("{e}"))),
-        Err(why) => {
-            let line = skip_line(&format!("real-server test {test}"), &[(tool, why)]);
-            if in_ci() {
-                panic!("{line}");
+        Err(why) => match when_missing(tool, test, why, in_ci()) {
+            Missing::Fail(line) => panic!("{line}"),
+            Missing::Skip(line) => {
+                eprintln!("{line}");
+                None
             }
-            eprintln!("{line}");
-            None
-        }
+        },
+    }
+}
+
+/// What a test does when its tool is missing.
+#[derive(Debug, PartialEq, Eq)]
+enum Missing {
+    /// Fail with this line (under CI).
+    Fail(String),
+    /// Print this line and pass without running.
+    Skip(String),
+}
+
+fn when_missing(tool: Tool, test: &str, why: String, ci: bool) -> Missing {
+    let line = skip_line(&format!("real-server test {test}"), &[(tool, why)]);
+    if ci {
+        Missing::Fail(line)
+    } else {
+        Missing::Skip(line)
     }
 }
 
@@ -335,6 +356,19 @@ mod tests {
         assert!(line.contains("Loki (no loki-*.tar.gz in /nowhere/loki)"));
         assert!(line.contains(DIR_ENV));
         assert!(line.contains("CI=true"));
+    }
+
+    #[test]
+    fn a_missing_tool_fails_under_ci_and_is_skipped_loudly_elsewhere() {
+        let why = || "no gator-*.tar.gz in /x/gator".to_string();
+        let Missing::Fail(line) = when_missing(Tool::Gator, "real_y", why(), true) else {
+            panic!("under CI a missing tool must fail the test");
+        };
+        assert!(line.contains("real_y") && line.contains("gator"), "{line}");
+        assert_eq!(
+            when_missing(Tool::Gator, "real_y", why(), false),
+            Missing::Skip(line)
+        );
     }
 
     #[test]
