@@ -246,30 +246,33 @@ pub fn extract(located: &Located) -> Result<Extracted, String> {
     if !complete(&dir) {
         std::fs::create_dir_all(&cache)
             .map_err(|e| format!("cannot create {}: {e}", cache.display()))?;
-        // Unpack beside the final folder and rename it into place, so concurrent test processes
-        // never see a half-written tool.
-        let staging = tempfile::Builder::new()
-            .prefix(".staging-")
-            .tempdir_in(&cache)
-            .map_err(|e| format!("cannot create a staging folder in {}: {e}", cache.display()))?;
-        unpack(located, staging.path())?;
-        if !complete(staging.path()) {
-            return Err(format!(
-                "{} lacks one of {:?} at its top level",
-                located.tarball.display(),
-                located.tool.members()
-            ));
-        }
-        let staged = staging.keep();
-        if std::fs::rename(&staged, &dir).is_err() {
-            // Another process won the race; its copy is the same content.
-            let _ = std::fs::remove_dir_all(&staged);
-            if !complete(&dir) {
+        // One process extracts while the others wait, then find the folder complete.
+        let lock_path = dir.with_extension("lock");
+        let lock = std::fs::File::create(&lock_path)
+            .map_err(|e| format!("cannot create {}: {e}", lock_path.display()))?;
+        lock.lock()
+            .map_err(|e| format!("cannot lock {}: {e}", lock_path.display()))?;
+        if !complete(&dir) {
+            // Unpacked beside the final folder and renamed into place, so no process ever
+            // sees a half-written tool.
+            let staging = tempfile::Builder::new()
+                .prefix(".staging-")
+                .tempdir_in(&cache)
+                .map_err(|e| {
+                    format!("cannot create a staging folder in {}: {e}", cache.display())
+                })?;
+            unpack(located, staging.path())?;
+            if !complete(staging.path()) {
                 return Err(format!(
-                    "cannot move the extracted tool to {}",
-                    dir.display()
+                    "{} lacks one of {:?} at its top level",
+                    located.tarball.display(),
+                    located.tool.members()
                 ));
             }
+            let _ = std::fs::remove_dir_all(&dir);
+            std::fs::rename(staging.path(), &dir)
+                .map_err(|e| format!("cannot move the extracted tool to {}: {e}", dir.display()))?;
+            let _ = staging.keep();
         }
     }
     Ok(Extracted {
