@@ -12,6 +12,8 @@
 //! values). Then the rendered report config goes through `workload-report routes --config` (the same
 //! loading and validation as `run --config`), and the CronJob's Pod through
 //! `workload-report eval` with the project's example workload constraints (`fixtures/gatekeeper/`).
+//! Last, the `live` case (the demo report) is installed into a real kube-apiserver and read back
+//! from a real Loki (`chart_live`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

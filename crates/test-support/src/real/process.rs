@@ -137,15 +137,32 @@ impl ServerProcess {
 
 impl Drop for ServerProcess {
     fn drop(&mut self) {
+        use nix::sys::signal::{Signal, kill, killpg};
+        use nix::unistd::Pid;
+        // The server first, so `timeout` reaps it and exits (no zombie is left to init) ...
+        for server in children(self.child.id()) {
+            let _ = kill(Pid::from_raw(server), Signal::SIGKILL);
+        }
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while matches!(self.child.try_wait(), Ok(None)) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        // ... then whatever is left of the group.
         if let Ok(pid) = i32::try_from(self.child.id()) {
-            let _ = nix::sys::signal::killpg(
-                nix::unistd::Pid::from_raw(pid),
-                nix::sys::signal::Signal::SIGKILL,
-            );
+            let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
         }
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// The child processes of `pid` (Linux `/proc`; empty when unreadable).
+fn children(pid: u32) -> Vec<i32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
 }
 
 /// A port that was free a moment ago on 127.0.0.1 (servers that lose the race are restarted on
