@@ -142,12 +142,6 @@ impl RealKube {
         &self.reader_token
     }
 
-    /// An admin client (it runs on this handle's runtime; use it through [`RealKube::block`] or
-    /// from any runtime while the handle lives).
-    pub fn admin(&self) -> kube::Client {
-        self.admin.clone()
-    }
-
     /// Runs a future on this handle's runtime.
     pub fn block<F>(&self, future: F) -> F::Output
     where

@@ -56,7 +56,8 @@ pub struct RealLoki {
     port: u16,
     background: Background,
     process: ServerProcess,
-    dir: tempfile::TempDir,
+    /// Config and data, removed when the handle drops (after the process is killed).
+    _dir: tempfile::TempDir,
 }
 
 impl RealLoki {
@@ -69,11 +70,6 @@ impl RealLoki {
     /// The base URL to configure as `loki.url`.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}", self.port)
-    }
-
-    /// Where Loki keeps its data.
-    pub fn data_dir(&self) -> &Path {
-        self.dir.path()
     }
 
     /// `GET /loki/api/v1/query_range` for `tenant`, forward, up to 5000 lines; returns
@@ -142,14 +138,6 @@ impl RealLoki {
         })
     }
 
-    /// Pushes a raw JSON body as `tenant` (for tests of Loki itself; the report pushes through
-    /// its own client).
-    pub fn push(&self, tenant: &str, body: &str) -> Answer {
-        let url = format!("{}/loki/api/v1/push", self.url());
-        self.request(Method::POST, &url, tenant, Some(body.as_bytes().to_vec()))
-            .unwrap_or_else(|e| panic!("{}", self.process.failure(&e)))
-    }
-
     fn request(
         &self,
         method: Method,
@@ -208,7 +196,7 @@ fn attempt(tools: &Extracted) -> Result<RealLoki, NotReady> {
         port,
         background,
         process,
-        dir,
+        _dir: dir,
     })
 }
 
