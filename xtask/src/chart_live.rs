@@ -302,7 +302,13 @@ impl Report {
             .with_context(|| format!("failed to run {}", self.binary.display()))?;
         let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
         let text = format!("{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-        let document: Value = serde_json::from_str(&stdout)
+        // `-o json` prints the report document, then the run line as the last line.
+        let document: Value = serde_json::Deserializer::from_str(&stdout)
+            .into_iter::<Value>()
+            .next()
+            .transpose()
+            .ok()
+            .flatten()
             .with_context(|| format!("run {name} printed no JSON:\n{text}"))?;
         Ok(Run {
             code: output.status.code(),
