@@ -1,5 +1,6 @@
 //! The engine's error type: every way reading inputs, ingesting templates and constraints, or
 //! building the inventory can fail. Messages follow gator's wording where gator has one.
+//! Also the one-line form of regorus' errors, which results and messages carry.
 
 use std::path::PathBuf;
 
@@ -141,5 +142,34 @@ impl EngineError {
     /// Whether this is a constraint schema-validation failure (what `invalid: true` tests expect).
     pub fn is_schema(&self) -> bool {
         matches!(self, EngineError::Schema { .. })
+    }
+}
+
+/// Turns a regorus error (multi-line, with a source excerpt) into `<file>:<line>: <message>`.
+pub(crate) fn one_line_error(error: &impl std::fmt::Display) -> String {
+    let text = format!("{error:#}");
+    let location = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("--> "))
+        .map(|loc| {
+            let mut parts = loc.rsplitn(3, ':');
+            let _col = parts.next();
+            let line = parts.next().unwrap_or("");
+            let file = parts.next().unwrap_or(loc);
+            format!("{file}:{line}")
+        });
+    let message = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
+    match location {
+        Some(loc) => format!("{loc}: {message}"),
+        None => message,
     }
 }

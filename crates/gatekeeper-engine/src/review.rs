@@ -12,9 +12,11 @@ use serde_json::{Map, Value};
 
 use crate::constraint::{self, Constraint};
 use crate::error::EngineError;
+use crate::error::one_line_error;
 use crate::matching::{NamespaceInfo, Source, group_version, str_at};
+use crate::regovalue::{rego_object, to_rego};
 use crate::result::{ADMISSION_TARGET, AUTOREJECT_PREFIX, ConstraintRef, ObjectRef, ReviewResult};
-use crate::template::{Template, one_line_error};
+use crate::template::Template;
 
 /// Which kind of result a [`DetailedResult`] is (they render differently in gator's JSON).
 ///
@@ -124,7 +126,7 @@ impl PolicySet {
     }
 
     /// Whether any template can read `data.inventory` (when none can, the inventory's data
-    /// need not be built: [`Inventory::without_data`]).
+    /// need not be built).
     pub fn uses_inventory(&self) -> bool {
         self.templates.iter().any(Template::uses_inventory)
     }
@@ -182,13 +184,11 @@ impl Inventory {
     /// Builds `data.inventory` (cluster / namespace layout) from `objects`; `v1 Namespace`
     /// objects also go into the namespace cache. Objects without a version or kind are errors.
     pub fn new(objects: &[Value]) -> Result<Inventory, EngineError> {
-        InventoryBuilder::build(objects, true)
-    }
-
-    /// Like [`Inventory::new`] (the same checks, the same namespace cache) but with an empty
-    /// `data.inventory`: for policy sets whose templates never read it.
-    pub fn without_data(objects: &[Value]) -> Result<Inventory, EngineError> {
-        InventoryBuilder::build(objects, false)
+        let mut builder = InventoryBuilder::new(true);
+        for object in objects {
+            builder.add(object)?;
+        }
+        Ok(builder.finish())
     }
 
     /// The cached `v1 Namespace` called `name`.
@@ -217,14 +217,6 @@ impl InventoryBuilder {
             with_data,
             ..InventoryBuilder::default()
         }
-    }
-
-    fn build(objects: &[Value], with_data: bool) -> Result<Inventory, EngineError> {
-        let mut builder = InventoryBuilder::new(with_data);
-        for object in objects {
-            builder.add(object)?;
-        }
-        Ok(builder.finish())
     }
 
     /// Adds one object; one without a version or kind is an error (as the framework's).
@@ -682,39 +674,6 @@ fn opa_wording(text: &str) -> String {
         return format!("{location}: eval_conflict_error: {FUNCTIONS}");
     }
     text.to_string()
-}
-
-/// Converts JSON to a regorus value directly (regorus' own conversion goes through serde and
-/// an owned copy, which dominated the per-object cost).
-pub(crate) fn to_rego(value: &Value) -> regorus::Value {
-    match value {
-        Value::Null => regorus::Value::Null,
-        Value::Bool(b) => regorus::Value::from(*b),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                regorus::Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                regorus::Value::from(u)
-            } else {
-                regorus::Value::from(n.as_f64().unwrap_or(0.0))
-            }
-        }
-        Value::String(s) => regorus::Value::from(s.as_str()),
-        Value::Array(items) => regorus::Value::from(items.iter().map(to_rego).collect::<Vec<_>>()),
-        Value::Object(map) => rego_object(map.iter().map(|(k, v)| (k, to_rego(v)))),
-    }
-}
-
-/// A regorus object with string keys, in regorus' compact read-only layout (a sorted slice:
-/// less memory than a B-tree, and what regorus' own JSON parser produces).
-fn rego_object<K: AsRef<str>>(
-    entries: impl IntoIterator<Item = (K, regorus::Value)>,
-) -> regorus::Value {
-    let map: BTreeMap<regorus::Value, regorus::Value> = entries
-        .into_iter()
-        .map(|(k, v)| (regorus::Value::from(k.as_ref()), v))
-        .collect();
-    regorus::value::Object::from(map).into_value()
 }
 
 /// The framework refuses inventory objects without a version or a kind.
