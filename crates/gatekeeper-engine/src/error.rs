@@ -4,6 +4,8 @@
 
 use std::path::PathBuf;
 
+use crate::expansion::ExpansionError;
+
 /// An error from reading inputs or ingesting templates, constraints and data.
 #[derive(Debug, thiserror::Error)]
 pub enum EngineError {
@@ -129,6 +131,20 @@ pub enum EngineError {
         gvk: String,
         /// Why it was rejected.
         reason: String,
+    },
+    /// The input's ExpansionTemplates cannot be used: one has the wrong shape, is invalid or
+    /// closes a cycle of expansions.
+    #[error("error creating expander")]
+    Expander(#[source] ExpansionError),
+    /// An input object could not be expanded (for example its template source field is
+    /// missing): gator stops the whole review on it.
+    #[error("expanding resource {name}")]
+    Expansion {
+        /// `metadata.name` of the object.
+        name: String,
+        /// Why.
+        #[source]
+        source: ExpansionError,
     },
     /// An AdmissionReview object could not be turned into a review.
     #[error("invalid AdmissionReview: {reason}")]

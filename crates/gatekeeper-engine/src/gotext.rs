@@ -1,5 +1,5 @@
-//! How Go prints strings, where gator's output depends on it: `%q` quoting and the HTML
-//! escaping of `encoding/json`.
+//! Go's string handling where gator's answers depend on it: `%q` quoting, the HTML escaping of
+//! `encoding/json` and `strings.ToUpper`/`ToLower`.
 
 /// Go's `%q` / `strconv.Quote` for the strings gator prints.
 pub(crate) fn go_quote(text: &str) -> String {
@@ -47,6 +47,26 @@ pub(crate) fn json_html_escape(text: &str) -> String {
         }
     }
     out
+}
+
+/// Go's `strings.ToUpper`/`ToLower`: each character maps to one character (Unicode's simple
+/// case mapping), so `ß` stays `ß` in upper case where Rust's full mapping gives `SS`.
+pub(crate) fn go_case(text: &str, upper: bool) -> String {
+    text.chars()
+        .map(|c| {
+            let mut full = if upper {
+                c.to_uppercase().collect::<Vec<_>>()
+            } else {
+                c.to_lowercase().collect::<Vec<_>>()
+            };
+            match full.len() {
+                1 => full.remove(0),
+                // A lower-case expansion starts with the simple mapping (`İ` → `i` + dot).
+                _ if !upper => full.first().copied().unwrap_or(c),
+                _ => c,
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -16,10 +16,13 @@ mod constraint;
 mod deprecated;
 mod engine;
 mod error;
+mod expander;
+mod expansion;
 mod extensions;
 pub mod goregex;
 mod gosprintf;
 mod gotext;
+mod inventory;
 pub mod limits;
 pub mod matching;
 pub mod output;
@@ -28,6 +31,7 @@ mod regexmatch;
 pub mod rego;
 mod regosource;
 mod regovalue;
+mod request;
 pub mod result;
 mod review;
 mod rewrite;
@@ -42,14 +46,18 @@ pub use engine::{
     ReviewOutcome, sort_results,
 };
 pub use error::EngineError;
+pub use expander::{ExpansionSet, MAX_EXPANSION_DEPTH, Resultant, ReviewedAs};
+pub use expansion::{
+    ApplyTo, EXPANSION_GROUP, ExpansionError, ExpansionTemplate, Gvk, MUTATION_GROUP,
+    MUTATOR_KINDS, is_expansion_template, is_mutator,
+};
+pub use inventory::Inventory;
 pub use reader::{
     MAX_FILE_BYTES, MAX_TOTAL_BYTES, gator_numbers, normalize_numbers, parse_stream,
     read_source_file, read_sources, read_sources_with_origin, read_verify_file,
     read_verify_file_within, yaml_to_json,
 };
+pub use request::ReviewRequest;
 pub use result::{ConstraintRef, ObjectRef, ReviewResult};
-pub use review::{
-    DeadlinePassed, DetailedResult, Evaluator, Inventory, PolicySet, ResultKind, ReviewRequest,
-    ReviewStats,
-};
+pub use review::{DeadlinePassed, DetailedResult, Evaluator, PolicySet, ResultKind, ReviewStats};
 pub use template::Template;
