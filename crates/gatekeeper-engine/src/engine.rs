@@ -284,10 +284,7 @@ impl Engine {
     pub fn review_all_detailed(&self) -> Result<ReviewOutcome, EngineError> {
         let point = self.options.enforcement_point.as_str();
         let stop = AtomicBool::new(false);
-        // The lowest index of an object that could not be expanded, and its error: objects
-        // after it need not be reviewed, objects before it must be (one of them may fail too).
-        let first_failed = AtomicUsize::new(usize::MAX);
-        let expansion_error: Mutex<Option<(usize, EngineError)>> = Mutex::new(None);
+        let unexpandable = FirstFailure::default();
         let per_object: Vec<(Vec<DetailedResult>, ReviewStats)> = self
             .objects
             .par_iter()
@@ -302,8 +299,7 @@ impl Engine {
                 },
                 |evaluator, (index, object)| {
                     let mut stats = ReviewStats::default();
-                    if stop.load(Ordering::Relaxed) || index > first_failed.load(Ordering::Relaxed)
-                    {
+                    if stop.load(Ordering::Relaxed) || unexpandable.is_after(index) {
                         return (Vec::new(), stats);
                     }
                     let results = match self.review_one(evaluator, index, object, point, &mut stats)
@@ -314,13 +310,7 @@ impl Engine {
                             Vec::new()
                         }
                         Err(ReviewStop::Expansion(error)) => {
-                            first_failed.fetch_min(index, Ordering::Relaxed);
-                            let mut slot = expansion_error
-                                .lock()
-                                .unwrap_or_else(std::sync::PoisonError::into_inner);
-                            if slot.as_ref().is_none_or(|(at, _)| index < *at) {
-                                *slot = Some((index, error));
-                            }
+                            unexpandable.record(index, error);
                             Vec::new()
                         }
                     };
@@ -333,10 +323,7 @@ impl Engine {
                 budget: self.options.time_budget.unwrap_or_default(),
             });
         }
-        let failed = expansion_error
-            .into_inner()
-            .unwrap_or_else(std::sync::PoisonError::into_inner);
-        if let Some((_, error)) = failed {
+        if let Some(error) = unexpandable.into_error() {
             return Err(error);
         }
         let mut outcome = ReviewOutcome::default();
@@ -401,6 +388,50 @@ impl Engine {
             r.object_index = index;
         }
         Ok(results)
+    }
+}
+
+/// The error of the first object (in input order) that failed, while objects are reviewed in
+/// any order: objects after it need not be reviewed, objects before it must be (one of them
+/// may fail too).
+struct FirstFailure {
+    /// The index of the first object that failed so far (`usize::MAX`: none).
+    index: AtomicUsize,
+    error: Mutex<Option<(usize, EngineError)>>,
+}
+
+impl Default for FirstFailure {
+    fn default() -> FirstFailure {
+        FirstFailure {
+            index: AtomicUsize::new(usize::MAX),
+            error: Mutex::new(None),
+        }
+    }
+}
+
+impl FirstFailure {
+    /// Whether an earlier object already failed.
+    fn is_after(&self, index: usize) -> bool {
+        index > self.index.load(Ordering::Relaxed)
+    }
+
+    fn record(&self, index: usize, error: EngineError) {
+        self.index.fetch_min(index, Ordering::Relaxed);
+        let mut slot = self
+            .error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot.as_ref().is_none_or(|(at, _)| index < *at) {
+            *slot = Some((index, error));
+        }
+    }
+
+    fn into_error(self) -> Option<EngineError> {
+        let slot = self
+            .error
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        slot.map(|(_, error)| error)
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 
 use crate::expansion::{ExpansionError, ExpansionTemplate, Gvk};
-use crate::matching::{Source, str_at};
+use crate::matching::{Match, Source, str_at};
 
 /// How deep gator expands resultants of resultants before it gives up.
 pub const MAX_EXPANSION_DEPTH: usize = 30;
@@ -194,6 +194,17 @@ impl ExpansionSet {
             ))
         });
         out
+    }
+
+    /// The ways a constraint whose `spec.match` is `matcher` can see objects of kind
+    /// `workload`: directly (no templates) and through each chain of templates whose resultant
+    /// its kinds and `source` may select. Empty: the constraint cannot flag such an object.
+    /// The criteria that depend on the object (namespaces, labels, name) are not considered.
+    pub fn visible_to(&self, matcher: &Match, workload: &Gvk) -> Vec<ReviewedAs> {
+        self.reviewed_as(workload)
+            .into_iter()
+            .filter(|seen| matcher.may_match(&seen.gvk.group, &seen.gvk.kind, seen.source))
+            .collect()
     }
 }
 

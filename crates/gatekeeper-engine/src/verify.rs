@@ -25,7 +25,7 @@ use crate::inventory::Inventory;
 use crate::matching::{group_version, str_at};
 use crate::reader::{MAX_FILE_BYTES, json_type, read_verify_file_within, yaml_to_json};
 use crate::request::ReviewRequest;
-use crate::review::{PolicySet, ReviewStats, implied_results, object_ref};
+use crate::review::{DetailedResult, PolicySet, ReviewStats, implied_results, object_ref};
 
 /// The most all files of one Suite (the Suite, templates, constraints, objects, inventories)
 /// may weigh together.
@@ -515,6 +515,24 @@ fn run_case(
     }
     let inventory = Inventory::new(&inventory_objects)
         .map_err(|e| format!("unable to add object to data.inventory: {e}"))?;
+    let mut results = review_case_object(policies, expansions, &inventory, object)?;
+    // gator lists the messages in its result order: by enforcement action, then message.
+    sort_results(&mut results);
+    let messages: Vec<&str> = results.iter().map(|r| r.result.msg.as_str()).collect();
+    for assertion in &assertions {
+        check_assertion(assertion, &messages)?;
+    }
+    Ok(())
+}
+
+/// Reviews a case's object, then (unless it is an AdmissionReview, which gator does not
+/// expand) the resultants of its expansion.
+fn review_case_object(
+    policies: &PolicySet,
+    expansions: &ExpansionSet,
+    inventory: &Inventory,
+    object: &Value,
+) -> Result<Vec<DetailedResult>, String> {
     let is_admission_review = group_version(str_at(object, &["apiVersion"])).0
         == "admission.k8s.io"
         && str_at(object, &["kind"]) == "AdmissionReview";
@@ -523,33 +541,28 @@ fn run_case(
     } else {
         ReviewRequest::from_object(object, None)
     };
-    let mut evaluator = policies.evaluator(&inventory).map_err(|e| e.to_string())?;
+    let mut evaluator = policies.evaluator(inventory).map_err(|e| e.to_string())?;
     let mut stats = ReviewStats::default();
     let point = GATOR_ENFORCEMENT_POINT;
     let mut results = evaluator
         .review(policies, &request, None, point, &mut stats)
         .map_err(|e| e.to_string())?;
-    if !is_admission_review {
-        let resultants = expansions.expand(object).map_err(|e| {
-            let name = str_at(object, &["metadata", "name"]);
-            format!("expanding resource {name}: {e}")
-        })?;
-        let parent = object_ref(object);
-        for resultant in &resultants {
-            let request = ReviewRequest::from_resultant(resultant.object.clone(), None);
-            let found = evaluator
-                .review(policies, &request, None, point, &mut stats)
-                .map_err(|e| e.to_string())?;
-            results.extend(implied_results(resultant, &parent, found));
-        }
+    if is_admission_review {
+        return Ok(results);
     }
-    // gator lists the messages in its result order: by enforcement action, then message.
-    sort_results(&mut results);
-    let messages: Vec<&str> = results.iter().map(|r| r.result.msg.as_str()).collect();
-    for assertion in &assertions {
-        check_assertion(assertion, &messages)?;
+    let resultants = expansions.expand(object).map_err(|e| {
+        let name = str_at(object, &["metadata", "name"]);
+        format!("expanding resource {name}: {e}")
+    })?;
+    let parent = object_ref(object);
+    for resultant in &resultants {
+        let request = ReviewRequest::from_resultant(resultant.object.clone(), None);
+        let found = evaluator
+            .review(policies, &request, None, point, &mut stats)
+            .map_err(|e| e.to_string())?;
+        results.extend(implied_results(resultant, &parent, found));
     }
-    Ok(())
+    Ok(results)
 }
 
 /// Checks one assertion (`violations: yes|no|N`, optional `message` regex).

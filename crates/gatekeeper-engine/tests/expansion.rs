@@ -441,9 +441,8 @@ fn what_a_constraint_can_see_through_the_expansions() {
         .matcher;
     let sights = |gvk: Gvk| -> Vec<Vec<String>> {
         expansions
-            .reviewed_as(&gvk)
+            .visible_to(pods, &gvk)
             .into_iter()
-            .filter(|seen| pods.may_match(&seen.gvk.group, &seen.gvk.kind, seen.source))
             .map(|seen| seen.templates)
             .collect()
     };
