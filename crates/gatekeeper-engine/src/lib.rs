@@ -2,8 +2,12 @@
 //! in-process (Rego through `regorus`) and gives the answers `gator test` v3.22.0 gives.
 //!
 //! - [`read_sources`] reads files and directories like `gator test -f`.
-//! - [`Engine`] ingests templates, constraints and data from those objects and reviews every
-//!   object ([`Engine::review_all`]), like `gator test`.
+//! - [`Engine`] ingests templates, constraints, data and ExpansionTemplates from those objects
+//!   and reviews every object and the resultants of its expansion ([`Engine::review_all`]),
+//!   like `gator test`.
+//! - [`ExpansionSet`] holds ExpansionTemplates: it expands objects into their resultants and
+//!   says what a constraint can see of a workload kind ([`ExpansionSet::visible_to`]);
+//!   [`ReviewResult::implied_by`] tells which template a result came through.
 //! - [`PolicySet`], [`Inventory`], [`ReviewRequest`] and [`Evaluator`] are the pieces, for
 //!   callers (such as [`verify`]) that review single objects against a chosen inventory.
 //! - [`verify`] runs `gator verify` Suite files.
