@@ -63,7 +63,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         gator: args.gator,
         work: args.work,
         save_snapshot: args.save_snapshot,
-        extra_ca_pem: None,
+        ..LiveOptions::default()
     };
     check_outputs(&options, args.out.as_deref())?;
     let config = Config::load(&args.config)

@@ -82,8 +82,8 @@ pub struct LiveOptions {
     pub work: Option<PathBuf>,
     /// Save what was read as a `.tar.gz` snapshot.
     pub save_snapshot: Option<PathBuf>,
-    /// Extra CA certificates (PEM) trusted by the Slack and Loki clients.
-    pub extra_ca_pem: Option<String>,
+    /// Who the Slack and Loki clients trust (default: the system roots).
+    pub sink_trust: report_sinks::TrustRoots,
 }
 
 enum WorkDir {
@@ -215,7 +215,7 @@ pub fn run_live(
         .map_err(LiveError::Setup)?;
     let http = HttpOptions {
         timeout: config.timeouts.post,
-        extra_ca_pem: options.extra_ca_pem.clone(),
+        trust: options.sink_trust.clone(),
         ..HttpOptions::default()
     };
     let mut delivery = LiveDelivery {

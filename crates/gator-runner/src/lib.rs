@@ -2,7 +2,7 @@
 //! [`Evaluator`] interface.
 //!
 //! - [`pin`]: the pin (`version`, `url`, `sha256`), validated before any download.
-//! - [`download`]: HTTPS download (hyper + rustls/ring) with timeouts, a size cap and bounded
+//! - [`download`]: HTTPS download (the workspace's `https-client`) with timeouts, a size cap and bounded
 //!   redirects; errors name the host only.
 //! - [`fetch`]: cache by hash in the work dir, sha256 check before the archive is touched.
 //! - [`archive`]: extraction of the single top-level `gator` member, refusing unsafe members.
@@ -27,5 +27,6 @@ pub use config::{
 };
 pub use evaluator::{Both, Embedded, Evaluation, Evaluator, EvaluatorError, Gator};
 pub use fetch::{FetchError, FetchOptions, fetch_gator};
+pub use https_client::{ExtraCa, TrustError, TrustRoots};
 pub use pin::{GATOR_VERSION, GatorPin, PinError};
 pub use run::{GatorRunner, RunError};

@@ -13,7 +13,7 @@ use gator_runner::config::{
 };
 use gator_runner::download::DownloadOptions;
 use gator_runner::evaluator::{Embedded, Evaluator};
-use gator_runner::{FetchOptions, PinError};
+use gator_runner::{ExtraCa, FetchOptions, PinError, TrustRoots};
 use http::StatusCode;
 use test_support::{TestCa, TestServer, respond};
 
@@ -187,8 +187,7 @@ async fn pinned_gator_is_downloaded_verified_and_run() {
     let mut config = EvaluatorConfig::new(EngineKind::Gator, gator, work.path());
     config.fetch = FetchOptions {
         download: DownloadOptions {
-            system_roots: false,
-            extra_ca_pem: Some(ca.ca_pem().to_string()),
+            trust: TrustRoots::only([ExtraCa::pem("test CA", ca.ca_pem())]),
             ..DownloadOptions::default()
         },
         ..FetchOptions::default()

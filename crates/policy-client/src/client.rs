@@ -19,7 +19,7 @@ use crate::redact::Redactor;
 use crate::regions::{Auth, Region, RegionsConfig};
 use crate::request::{build_policy_request, credentials_in_use, sensitive_header_values};
 use crate::timing::instant_after;
-use crate::transport::{ClientError, Transport, TrustRoots};
+use crate::transport::{ClientError, Transport, TrustRoots, trust_with_ca_file};
 
 /// Reads credentials by variable name (the process environment, or a map in tests).
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -93,7 +93,7 @@ impl PolicyClient {
         PolicyClient::with_trust(
             config.auth.clone(),
             FetchOptions::from_config(config),
-            &TrustRoots::system_and(config.ca_file.as_deref()),
+            &trust_with_ca_file(config.ca_file.as_deref()),
         )
     }
 
@@ -117,11 +117,6 @@ impl PolicyClient {
     /// The same client reading credentials through `env` instead of the process environment.
     pub fn with_env(&self, env: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
         self.rebuild(|inner| inner.env = Arc::new(env))
-    }
-
-    /// The same client with other timeouts and retry policy.
-    pub fn with_options(&self, options: FetchOptions) -> Self {
-        self.rebuild(|inner| inner.options = options)
     }
 
     /// The timeouts and retry policy in force.

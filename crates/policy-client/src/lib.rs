@@ -8,8 +8,8 @@
 //! - [`classify`]: pure classification of statuses and bodies, retry decisions, stable reasons;
 //! - [`redact`]: the one scrubber of response-derived text, knowing the credentials in use;
 //! - `timing`: saturating deadline and backoff arithmetic;
-//! - `transport`: the one place that sends (hyper + hyper-rustls, rustls `ring`, system roots
-//!   plus `caFile`, body capped at 8 MiB, no redirects);
+//! - `transport`: the one place that sends (the workspace's `https-client`: system roots plus
+//!   `caFile`, body capped at 8 MiB, no redirects);
 //! - [`client`]: retries, per-request timeout, fan-out deadline, requested-order results;
 //! - [`view`]: the `jobcheck policy` table (spec §4.1) of one region's response.
 //!
@@ -48,11 +48,12 @@ pub mod view;
 
 pub use classify::{FetchError, MAX_BODY_BYTES};
 pub use client::{EnvLookup, FetchOptions, PolicyClient, into_region_policy};
+pub use https_client::ExtraCa;
 pub use redact::{REDACTED, Redactor};
 pub use regions::{
     Auth, REGION_NAME_RULE, Region, RegionsConfig, RegionsFileError, SelectError, dedup_keep_first,
     is_valid_region_name,
 };
 pub use request::{RequestError, build_policy_request};
-pub use transport::{ClientError, MAX_CA_FILE_BYTES, TrustRoots};
+pub use transport::{ClientError, MAX_CA_FILE_BYTES, TrustRoots, trust_with_ca_file};
 pub use view::policy_table;

@@ -27,6 +27,7 @@ pub mod secret;
 pub mod slack;
 
 pub use http::{HttpOptions, SendError};
+pub use https_client::{ExtraCa, TrustRoots};
 pub use loki::{LokiAuth, LokiClient, LokiConfig, LokiPush, LokiSink};
 pub use model::{
     AuditCheck, NamespaceReport, ObjectName, PolicyError, Report, RuleReport, RunStatus,

@@ -21,7 +21,7 @@ fn options() -> HttpOptions {
     HttpOptions {
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(2),
-        extra_ca_pem: None,
+        trust: report_sinks::TrustRoots::system(),
     }
 }
 

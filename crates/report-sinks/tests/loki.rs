@@ -15,7 +15,7 @@ fn options(timeout: Duration) -> HttpOptions {
     HttpOptions {
         timeout,
         connect_timeout: Duration::from_secs(2),
-        extra_ca_pem: None,
+        trust: report_sinks::TrustRoots::system(),
     }
 }
 
