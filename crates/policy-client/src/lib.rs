@@ -6,7 +6,8 @@
 //! - [`regions`]: the regions file (`jobcheck.yaml`) — parsing, validation, `-r` selection;
 //! - [`request`]: sans-IO building of the signed/authenticated `http::Request` per region;
 //! - [`classify`]: pure classification of statuses and bodies, retry decisions, stable reasons;
-//! - [`redact`]: the one scrubber of response-derived text, knowing the credentials in use;
+//! - the workspace's one redactor (`redaction`, re-exported as [`Redactor`]) scrubs
+//!   response-derived text of the credentials in use ([`Redactor::for_credentials`]);
 //! - `timing`: saturating deadline and backoff arithmetic;
 //! - `transport`: the one place that sends (the workspace's `https-client`: system roots plus
 //!   `caFile`, body capped at 8 MiB, no redirects);
@@ -39,7 +40,6 @@
 
 pub mod classify;
 pub mod client;
-pub mod redact;
 pub mod regions;
 pub mod request;
 mod timing;
@@ -49,7 +49,7 @@ pub mod view;
 pub use classify::{FetchError, MAX_BODY_BYTES};
 pub use client::{EnvLookup, FetchOptions, PolicyClient, into_region_policy};
 pub use https_client::ExtraCa;
-pub use redact::{REDACTED, Redactor};
+pub use redaction::{REDACTED, Redactor};
 pub use regions::{
     Auth, REGION_NAME_RULE, Region, RegionsConfig, RegionsFileError, SelectError, dedup_keep_first,
     is_valid_region_name,

@@ -277,9 +277,9 @@ fn fuzzed_responses_through_the_classifiers_never_panic() {
             let _ = seconds(delay);
         }
         let secret = "tok/SECRET+8f3a.Zq~x";
-        let redactor = Redactor::new([secret]);
+        let redactor = Redactor::for_credentials([secret]);
         let result = parse_body(&body(u)?)
-            .map(|value| redactor.scrub_value(value))
+            .map(|value| redactor.redact_value(value))
             .map_err(|error| error.scrubbed(&redactor));
         if let Err(error) = &result {
             let _ = (error.to_string(), error.status());
@@ -304,14 +304,14 @@ fn fuzzed_echoes_are_always_scrubbed() {
         let before: String = u.arbitrary()?;
         let after: String = u.arbitrary()?;
         let text = format!("{before}{echoed}{after}");
-        let redactor = Redactor::new([secret.as_str()]);
-        let scrubbed = redactor.scrub(&text).replace(REDACTED, "\u{1}");
+        let redactor = Redactor::for_credentials([secret.as_str()]);
+        let scrubbed = redactor.redact(&text).replace(REDACTED, "\u{1}");
         if let Some(leak) = leaked_encoding(&scrubbed, &secret) {
             panic!("{secret:?} survived as {leak:?} in {scrubbed:?}");
         }
         // The same through a JSON document's strings and keys.
         let document = json!({ text.clone(): [text.clone(), {"k": text}] });
-        let scrubbed = redactor.scrub_value(document).to_string();
+        let scrubbed = redactor.redact_value(document).to_string();
         let scrubbed = scrubbed.replace(REDACTED, "\u{1}");
         assert!(
             leaked_encoding(&scrubbed, &secret).is_none(),
