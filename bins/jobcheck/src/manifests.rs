@@ -194,74 +194,78 @@ mod tests {
         );
     }
 
-    /// Fuzzing (`arbtest`, a small budget; `ARBTEST_BUDGET_MS` raises it): YAML assembled from
-    /// the pieces that stress a loader — tags, anchors, merges, odd scalars, flow and block
-    /// mixes, control characters — must load or fail, never panic.
-    #[test]
-    fn fuzzed_yaml_never_panics() {
-        const PIECES: &[&str] = &[
-            "kind: Job\n",
-            "metadata:\n",
-            "  name: x\n",
-            "  ",
-            "- ",
-            "[",
-            "]",
-            "{",
-            "}",
-            ": ",
-            ", ",
-            "\n",
-            "&a ",
-            "*a",
-            "!!binary ",
-            "!!float ",
-            "!!int ",
-            "!tag ",
-            ".nan",
-            ".inf",
-            "-.inf",
-            "? ",
-            "---\n",
-            "...\n",
-            "\"",
-            "'",
-            "|\n",
-            ">-\n",
-            "\t",
-            "# c\n",
-            "<<: *a\n",
-            "0x10",
-            "0o7",
-            "1e400",
-            "-0",
-            "~",
-            "null",
-            "yes",
-            "1_000",
-            "\u{0}",
-            "\u{feff}",
-            "\u{1b}",
-            "%YAML 1.2\n",
-            "2001-12-14t21:59:43.10-05:00",
-            "é",
-            "\\x",
-        ];
-        let property = |u: &mut arbitrary::Unstructured<'_>| -> arbitrary::Result<()> {
-            let mut text = String::new();
-            for _ in 0..u.int_in_range(0..=60)? {
-                if u.ratio(1, 8)? {
-                    text.push_str(&u.arbitrary::<String>()?);
-                } else {
-                    text.push_str(u.choose(PIECES)?);
-                }
-            }
-            let _ = parse_document(&text);
-            Ok(())
-        };
-        let test = arbtest::arbtest(property);
-        if std::env::var_os("ARBTEST_BUDGET_MS").is_none() {
-            test.budget_ms(2_000).run();
+    /// YAML pieces that stress a loader — tags, anchors, merges, odd scalars, flow and block
+    /// mixes, control characters.
+    const PIECES: &[&str] = &[
+        "kind: Job\n",
+        "metadata:\n",
+        "  name: x\n",
+        "  ",
+        "- ",
+        "[",
+        "]",
+        "{",
+        "}",
+        ": ",
+        ", ",
+        "\n",
+        "&a ",
+        "*a",
+        "!!binary ",
+        "!!float ",
+        "!!int ",
+        "!tag ",
+        ".nan",
+        ".inf",
+        "-.inf",
+        "? ",
+        "---\n",
+        "...\n",
+        "\"",
+        "'",
+        "|\n",
+        ">-\n",
+        "\t",
+        "# c\n",
+        "<<: *a\n",
+        "0x10",
+        "0o7",
+        "1e400",
+        "-0",
+        "~",
+        "null",
+        "yes",
+        "1_000",
+        "\u{0}",
+        "\u{feff}",
+        "\u{1b}",
+        "%YAML 1.2\n",
+        "2001-12-14t21:59:43.10-05:00",
+        "é",
+        "\\x",
+    ];
+
+    /// One piece of a fuzzed text: mostly a [`PIECES`] entry, sometimes arbitrary text.
+    fn piece() -> impl proptest::strategy::Strategy<Value = String> {
+        use proptest::prelude::*;
+        prop_oneof![
+            7 => proptest::sample::select(PIECES).prop_map(str::to_string),
+            1 => any::<String>(),
+        ]
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig {
+            cases: 16384,
+            ..proptest::prelude::ProptestConfig::default()
+        })]
+
+        /// Property test (proptest, bounded cases; a failure is shrunk and its seed kept in
+        /// `proptest-regressions/`): YAML assembled from [`PIECES`] must load or fail, never
+        /// panic.
+        #[test]
+        fn fuzzed_yaml_never_panics(pieces in proptest::collection::vec(piece(), 0..=60)) {
+            let _ = parse_document(&pieces.concat());
         }
     }
 
