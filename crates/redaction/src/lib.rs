@@ -304,6 +304,23 @@ fn pass_bytes(fragment: &Fragment, literal: bool) -> &[u8] {
     }
 }
 
+/// An error's text with its causes, `a: b: c` — the one way the workspace turns a cause chain
+/// into a reason or a message (redact it before it is shown). A cause whose text the text so far
+/// already holds is not repeated: many errors show their cause in their own text too.
+pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
 /// Start indexes of every (possibly overlapping) occurrence of `needle` in `haystack`.
 fn occurrences<'a>(haystack: &'a [u8], needle: &'a [u8]) -> impl Iterator<Item = usize> + 'a {
     let first = needle[0];

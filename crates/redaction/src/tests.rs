@@ -253,6 +253,30 @@ fn overlapping_credentials_are_removed_whole() {
     assert!(!format!("{redactor:?}").contains("abcdefgh"));
 }
 
+#[test]
+fn an_error_text_holds_each_cause_once() {
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+    let inner = Layer("connection refused", None);
+    let middle = Layer("connect: connection refused", Some(Box::new(inner)));
+    let outer = Layer("request failed", Some(Box::new(middle)));
+    assert_eq!(
+        error_text(&outer),
+        "request failed: connect: connection refused"
+    );
+    assert_eq!(error_text(&Layer("alone", None)), "alone");
+}
+
 fn secret_strategy() -> impl Strategy<Value = String> {
     "[A-Za-z0-9/+=:._-]{8,40}".prop_filter("has a digit", |s| s.chars().any(|c| c.is_ascii_digit()))
 }

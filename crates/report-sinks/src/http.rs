@@ -243,22 +243,8 @@ pub(crate) fn snippet(body: &[u8], redactor: &Redactor) -> String {
     cut
 }
 
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let part = cause.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 fn transport(error: &(dyn std::error::Error + 'static), redactor: &Redactor) -> SendError {
-    SendError::Transport(redactor.redact(&chain(error)))
+    SendError::Transport(redactor.redact(&redaction::error_text(error)))
 }
 
 #[cfg(test)]
