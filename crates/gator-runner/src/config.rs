@@ -194,7 +194,7 @@ pub struct EngineConfig {
     pub gator: GatorConfig,
     /// The work dir: the gator cache, its binary and its input (`<work>/in`) live under it.
     pub work_dir: PathBuf,
-    /// Limit on one gator run (default 300 s).
+    /// Limit on one gator run and on the embedded engine's evaluation (default 300 s).
     pub timeout: Duration,
     /// Download limits and trust for the pinned gator.
     pub fetch: FetchOptions,
@@ -213,6 +213,14 @@ impl EngineConfig {
             fetch: FetchOptions::default(),
             engine_options: EngineOptions::default(),
         }
+    }
+
+    /// The embedded engine's options: [`EngineConfig::engine_options`] with
+    /// [`EngineConfig::timeout`] as its time budget when it has none of its own.
+    pub fn embedded_options(&self) -> EngineOptions {
+        let mut options = self.engine_options.clone();
+        options.time_budget = options.time_budget.or(Some(self.timeout));
+        options
     }
 
     /// Checks the configuration without touching the network.
@@ -239,7 +247,7 @@ pub enum BuildError {
 /// it and `gator.path` is not set.
 pub async fn build_engine(config: &EngineConfig) -> Result<Box<dyn PolicyEngine>, BuildError> {
     config.validate()?;
-    let embedded = || Embedded::new(config.engine_options.clone());
+    let embedded = || Embedded::new(config.embedded_options());
     Ok(match config.engine {
         EngineKind::Embedded => Box::new(embedded()),
         EngineKind::Gator => Box::new(gator(config, None).await?),

@@ -248,7 +248,7 @@ impl PolicyEngine for Embedded {
     ) -> Result<ReviewSummary, ReviewError> {
         // Objects go in one at a time and the engine keeps them compact.
         let engine = input.consume(|objects| Engine::new(objects, self.options.clone()))?;
-        Ok(emit_all(engine?.review_all(), emit))
+        Ok(emit_all(engine?.review_all()?, emit))
     }
 }
 

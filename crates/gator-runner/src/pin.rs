@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// The gator release the project is written against (see `docs/gatekeeper.md`).
+/// The gator release the project is written against (see `docs/gator-cli.md`).
 pub const GATOR_VERSION: &str = "v3.22.0";
 
 /// The upstream release URL of `gator` [`GATOR_VERSION`] for `os_arch` (`linux-amd64`,

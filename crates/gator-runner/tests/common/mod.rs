@@ -105,3 +105,17 @@ pub fn chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
+
+/// Fetch options that trust only `ca` (the loopback HTTPS server's), with default limits.
+pub fn trusting(ca: &test_support::TestCa) -> gator_runner::FetchOptions {
+    gator_runner::FetchOptions {
+        download: gator_runner::download::DownloadOptions {
+            trust: gator_runner::TrustRoots::only([gator_runner::ExtraCa::pem(
+                "test CA",
+                ca.ca_pem(),
+            )]),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}
