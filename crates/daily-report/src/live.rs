@@ -18,7 +18,6 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use cluster_projection::{ClusterSource, ClusterState, ReadSpec};
-use gatekeeper_engine::ReviewResult;
 use gator_runner::{EngineConfig, EngineKind, PolicyEngine, ReviewInput};
 use jiff::Timestamp;
 use redaction::error_text;
@@ -309,7 +308,7 @@ impl Reader<'_> {
         drop(state);
         (self.log)(&format!("evaluated: {} results", results.len()));
         Ok(Collected {
-            results: results.into_iter().map(Finding::from).collect(),
+            results,
             constraints,
             template_kinds,
         })
@@ -344,8 +343,9 @@ impl Reader<'_> {
         }
     }
 
-    /// Reviews the projection of `state` with the configured engine.
-    fn evaluate(&self, state: &ClusterState) -> Result<Vec<ReviewResult>, String> {
+    /// Reviews the projection of `state` with the configured engine; each result is kept only
+    /// as the finding the counts need.
+    fn evaluate(&self, state: &ClusterState) -> Result<Vec<Finding>, String> {
         if let (EngineKind::Embedded, Some(work)) = (self.engine_config.engine, self.work.path()) {
             // The embedded engine reads nothing from disk; with --work the projection is written
             // anyway, for inspection (gator writes its own input there).
@@ -360,8 +360,8 @@ impl Reader<'_> {
             cluster_projection::project_split(state).map_err(|e| error_text(&e))?;
         let mut results = Vec::new();
         let summary = engine
-            .review(ReviewInput::new(policy, workloads), &mut |r| {
-                results.push(r)
+            .review(ReviewInput::new(policy, workloads), &mut |result| {
+                results.push(Finding::from(result))
             })
             .map_err(|e| format!("{} evaluation failed: {}", engine.name(), error_text(&e)))?;
         if let Some(comparison) = &summary.comparison {
