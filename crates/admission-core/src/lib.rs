@@ -44,7 +44,7 @@ pub use drift::{
 };
 pub use evaluate::{
     AdmissionIssue, Check, DEFAULT_NAMESPACE, EvaluationError, PrefillError, ServerRejection,
-    evaluate_manifest, evaluate_manifests, manifest_label, prefill_namespaces, validate_manifest,
+    evaluate_manifest, manifest_label, prefill_namespaces, validate_manifest,
 };
 pub use policy::{JobValidationPolicy, PolicyDocumentError, SECURITY_FLAG_NAMES, SecurityFlags};
 pub use py::{PythonError, PythonErrorKind, float_repr, py_repr, py_str, truthy};

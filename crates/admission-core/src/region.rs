@@ -4,8 +4,9 @@
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
+use crate::checks::AllowlistTexts;
 use crate::enforcement::{EnforcementCheck, EnforcementWarning, enforcement_warnings};
-use crate::evaluate::{AdmissionIssue, Check, EvaluationError, PreparedManifest};
+use crate::evaluate::{AdmissionIssue, Check, EvaluationError, PodAnswers, PreparedManifest};
 use crate::policy::{JobValidationPolicy, PolicyDocumentError};
 use crate::py::{self, PythonError};
 
@@ -242,11 +243,13 @@ pub fn region_verdicts(
     // Manifest-outer: each manifest is prepared once and judged against every readable region
     // while its data is hot; issues stay in manifest order within each region.
     let mut issues: Vec<Vec<AdmissionIssue>> = vec![Vec::new(); policies.len()];
+    let texts: Vec<AllowlistTexts> = policies.iter().map(|_| AllowlistTexts::default()).collect();
     for manifest in manifests.iter().filter(|m| m.is_object()) {
         let prepared = PreparedManifest::new(manifest)?;
-        for (entry, found) in policies.iter().zip(issues.iter_mut()) {
+        let answers = PodAnswers::default();
+        for ((entry, texts), found) in policies.iter().zip(&texts).zip(issues.iter_mut()) {
             if let Some(policy) = entry.readable_policy() {
-                prepared.evaluate_into(policy, found)?;
+                prepared.evaluate_into(&answers, policy, texts, found)?;
             }
         }
     }
