@@ -73,6 +73,10 @@ pub fn enforcement_warnings(
     let Some(layers) = cluster_enforcement.as_object() else {
         return Vec::new();
     };
+    if !layers.values().filter_map(Value::as_object).any(can_warn) {
+        // Most regions report only each namespace's status: no manifest can get a warning.
+        return Vec::new();
+    }
     let mut warnings = Vec::new();
     let mut combined: BTreeMap<&str, BTreeMap<(String, String), Combined>> = BTreeMap::new();
 
@@ -90,16 +94,11 @@ pub fn enforcement_warnings(
         let Some(layer) = layers.field(namespace).and_then(Value::as_object) else {
             continue;
         };
-        if layer.field("status").and_then(Value::as_str) != Some("ok") {
+        if !can_warn(layer) {
             continue;
         }
         let ranges = layer.field("limit_ranges").and_then(Value::as_object);
         let quotas = layer.field("resource_quotas").and_then(Value::as_object);
-        if ranges.is_none_or(Map::is_empty) && quotas.is_none_or(Map::is_empty) {
-            // Nothing in this namespace can warn: skip reading the manifest's pods (most
-            // regions report only a status, and this runs for every manifest and region).
-            continue;
-        }
         let label =
             crate::evaluate::manifest_label(manifest).unwrap_or_else(|_| "?/<unnamed>".to_string());
         let groups = pod_groups(object);
@@ -188,6 +187,19 @@ pub fn enforcement_warnings(
         }
     }
     warnings
+}
+
+/// Whether a namespace's layer can produce a warning: read (`status: ok`) and holding a
+/// LimitRange or a ResourceQuota.
+fn can_warn(layer: &Map<String, Value>) -> bool {
+    let non_empty = |key: &str| {
+        layer
+            .field(key)
+            .and_then(Value::as_object)
+            .is_some_and(|entries| !entries.is_empty())
+    };
+    layer.field("status").and_then(Value::as_str) == Some("ok")
+        && (non_empty("limit_ranges") || non_empty("resource_quotas"))
 }
 
 /// One quota key's usage summed over the manifests of a namespace.

@@ -30,6 +30,7 @@ mod checks;
 mod drift;
 pub mod enforcement;
 mod evaluate;
+mod judgement;
 mod policy;
 mod py;
 mod region;
@@ -46,9 +47,10 @@ pub use evaluate::{
     AdmissionIssue, Check, DEFAULT_NAMESPACE, EvaluationError, PrefillError, ServerRejection,
     evaluate_manifest, manifest_label, prefill_namespaces, validate_manifest,
 };
+pub use judgement::{RegionJudgement, region_verdicts};
 pub use policy::{JobValidationPolicy, PolicyDocumentError, SECURITY_FLAG_NAMES, SecurityFlags};
 pub use py::{PythonError, PythonErrorKind, float_repr, py_repr, py_str, truthy};
 pub use region::{
     FetchStatus, NO_POLICY_REASON, RegionMap, RegionPolicy, RegionVerdict, Verdict,
-    attach_enforcement_warnings, region_verdicts,
+    attach_enforcement_warnings,
 };
