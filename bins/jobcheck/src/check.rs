@@ -10,8 +10,9 @@ use policy_client::{MAX_BODY_BYTES, REGION_NAME_RULE, is_valid_region_name};
 use serde_json::Value;
 
 use crate::live::{self, RegionsFileChoice};
-use crate::manifests::{self, parse_document};
+use crate::manifests;
 use crate::render::{self, CheckReport};
+use crate::yaml::parse_documents;
 use crate::{CheckArgs, OutputFormat};
 
 /// Why `jobcheck check` stopped without a report.
@@ -70,9 +71,14 @@ pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
         OutputFormat::Json => render::json(&report).map_err(CheckError::Failed)?,
         OutputFormat::Yaml => render::yaml(&report).map_err(CheckError::Failed)?,
     };
+    let any_reject = any_reject(&report);
+    // The process ends once the output is written: freeing every key and value of a large
+    // manifest stream one by one would only delay the exit.
+    std::mem::forget(manifests);
+    std::mem::forget(report);
     Ok(Report {
         output,
-        any_reject: any_reject(&report),
+        any_reject,
         fail_on_reject: args.fail_on_reject,
     })
 }
@@ -158,7 +164,7 @@ fn read_policy_body(path: &Path) -> Result<Value, CheckError> {
     if let Ok(body) = serde_json::from_str::<Value>(&text) {
         return Ok(body);
     }
-    let mut documents = parse_document(&text).map_err(|problem| {
+    let mut documents = parse_documents(&text).map_err(|problem| {
         CheckError::Usage(format!(
             "policy file {} is not valid JSON or YAML: {problem}",
             path.display()
