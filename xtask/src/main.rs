@@ -7,6 +7,7 @@
 //! - `chart`: render `charts/workload-report` with real Helm and check it (also part of `test`).
 
 mod bench;
+mod bench_jobcheck;
 mod chart;
 mod fixtures;
 mod fixtures_cluster;
@@ -37,6 +38,7 @@ fn run(args: Vec<String>) -> Result<()> {
         ["parity", rest @ ..] => parity::run(rest),
         ["bench", name, rest @ ..] => bench::run(name, rest),
         [bench::MEASURE, name, program, rest @ ..] => bench::measure(name, program, rest),
+        [bench_jobcheck::MEASURE, jobcheck, corpus] => bench_jobcheck::measure(jobcheck, corpus),
         ["tidy"] => tidy::check(),
         ["chart"] => chart::test(),
         _ => bail!(

@@ -5,7 +5,7 @@
 //!
 //! `bench_admission --write-corpus DIR` writes the same deterministic corpus instead, as the
 //! `jobcheck` benchmark reads it: `DIR/jobs.yaml` (every manifest, one multi-document file, not
-//! pre-filled) and `DIR/<region>.json` (each region's saved response body).
+//! pre-filled) and `DIR/policies/<region>.json` (each region's saved response body).
 
 use std::path::Path;
 use std::process::ExitCode;
@@ -200,7 +200,7 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
-/// Writes the corpus for `jobcheck check DIR/jobs.yaml --policy-file REGION=DIR/REGION.json …`.
+/// Writes the corpus for `jobcheck check DIR/jobs.yaml --policy-file REGION=DIR/policies/REGION.json …`.
 fn write_corpus(dir: &Path) -> std::io::Result<()> {
     std::fs::create_dir_all(dir)?;
     let mut rng = Rng(SEED);
@@ -212,9 +212,11 @@ fn write_corpus(dir: &Path) -> std::io::Result<()> {
         yaml.push_str(&text);
     }
     std::fs::write(dir.join("jobs.yaml"), yaml)?;
+    let policies = dir.join("policies");
+    std::fs::create_dir_all(&policies)?;
     for (index, region) in REGIONS.iter().enumerate() {
         let body = serde_json::to_string_pretty(&region_body(index))?;
-        std::fs::write(dir.join(format!("{region}.json")), body)?;
+        std::fs::write(policies.join(format!("{region}.json")), body)?;
     }
     Ok(())
 }
