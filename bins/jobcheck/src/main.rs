@@ -9,6 +9,7 @@
 //!   when it cannot be read.
 
 mod check;
+mod ci;
 mod live;
 mod manifests;
 mod policy_cmd;
@@ -42,12 +43,28 @@ enum Command {
     Policy(PolicyArgs),
 }
 
-/// Output formats.
+/// Output formats of `jobcheck check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum OutputFormat {
+    /// The reference's table.
     Table,
+    /// The reference's JSON payload.
     Json,
+    /// The same payload as YAML.
     Yaml,
+    /// SARIF 2.1.0, for code scanning.
+    Sarif,
+    /// JUnit XML, for CI test reports.
+    Junit,
+    /// GitHub Actions workflow commands (annotations).
+    Github,
+}
+
+impl OutputFormat {
+    /// Whether the format points at manifest lines (so the manifests' texts are kept).
+    fn needs_positions(self) -> bool {
+        matches!(self, Self::Sarif | Self::Junit | Self::Github)
+    }
 }
 
 /// Arguments of `jobcheck check`.
@@ -92,8 +109,19 @@ struct PolicyArgs {
     #[arg(long, value_name = "FILE", env = "JOBCHECK_REGIONS_FILE")]
     regions_file: Option<PathBuf>,
     /// Output format: the §4.1 table, or the response unchanged as JSON / YAML.
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
-    output: OutputFormat,
+    #[arg(short = 'o', long, value_enum, default_value_t = PolicyFormat::Table)]
+    output: PolicyFormat,
+}
+
+/// Output formats of `jobcheck policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PolicyFormat {
+    /// The reference's table.
+    Table,
+    /// The response unchanged, as JSON.
+    Json,
+    /// The response unchanged, as YAML.
+    Yaml,
 }
 
 fn main() -> ExitCode {

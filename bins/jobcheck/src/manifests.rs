@@ -19,8 +19,30 @@ pub(crate) const MANIFEST_FILE_CAP: u64 = 8 * 1024 * 1024;
 /// The most read over all the files of a manifest directory.
 pub(crate) const MANIFESTS_TOTAL_CAP: u64 = 64 * 1024 * 1024;
 
-/// Loads every manifest under `path`; the error is a one-line message naming the file.
-pub(crate) fn load(path: &Path) -> Result<Vec<Value>, String> {
+/// The manifests of a `check`, in order, and the files they came from.
+#[derive(Debug, Default)]
+pub(crate) struct Loaded {
+    /// Every non-null document of every file.
+    pub(crate) manifests: Vec<Value>,
+    /// The files, in order; their manifests are consecutive runs of `manifests`.
+    pub(crate) sources: Vec<Source>,
+}
+
+/// One manifest file, or stdin.
+#[derive(Debug)]
+pub(crate) struct Source {
+    /// The file's path as given (a directory's entries joined to it), `-` for stdin.
+    pub(crate) name: String,
+    /// How many manifests it holds.
+    pub(crate) count: usize,
+    /// Its text, kept only when an output format points at lines.
+    pub(crate) text: Option<String>,
+}
+
+/// Loads every manifest under `path`, keeping each file's text when `keep_text`; the error is a
+/// one-line message naming the file.
+pub(crate) fn load(path: &Path, keep_text: bool) -> Result<Loaded, String> {
+    let mut loaded = Loaded::default();
     if path == Path::new("-") {
         let text = bounded_input::read_capped_to_string(
             std::io::stdin().lock(),
@@ -28,7 +50,9 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Value>, String> {
             "stdin",
         )
         .map_err(|error| format!("cannot read manifests: {error}"))?;
-        return parse_documents(&text).map_err(|problem| format!("stdin: {problem}"));
+        let documents = parse_documents(&text).map_err(|problem| format!("stdin: {problem}"))?;
+        loaded.add("-".to_owned(), documents, keep_text.then_some(text));
+        return Ok(loaded);
     }
     let files = match std::fs::metadata(path) {
         Ok(metadata) if metadata.is_dir() => directory_files(path)?,
@@ -40,7 +64,6 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Value>, String> {
         _ => vec![path.to_path_buf()],
     };
     let mut budget = Budget::new(MANIFESTS_TOTAL_CAP);
-    let mut manifests = Vec::new();
     for file in files {
         let text = read_manifest_file(&file, &mut budget)?;
         let documents = parse_documents(&text).map_err(|problem| {
@@ -49,9 +72,24 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Value>, String> {
                 file.display()
             )
         })?;
-        manifests.extend(documents);
+        loaded.add(
+            file.display().to_string(),
+            documents,
+            keep_text.then_some(text),
+        );
     }
-    Ok(manifests)
+    Ok(loaded)
+}
+
+impl Loaded {
+    fn add(&mut self, name: String, documents: Vec<Value>, text: Option<String>) {
+        self.sources.push(Source {
+            name,
+            count: documents.len(),
+            text,
+        });
+        self.manifests.extend(documents);
+    }
 }
 
 /// One manifest file's text, counted against the directory's `budget`.
