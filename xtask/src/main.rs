@@ -74,6 +74,12 @@ fn test() -> Result<()> {
         util::cargo(&["test", "--workspace", "--locked", "--no-fail-fast"])?;
     }
     util::cargo(&["test", "--workspace", "--locked", "--doc"])?;
+    // admission-core is a library others embed: its docs must build without a broken link.
+    util::run(
+        std::process::Command::new(util::cargo_bin())
+            .args(["doc", "--no-deps", "--locked", "-p", "admission-core"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
     // The gatekeeper fixtures' gator-verify suites, through the embedded engine (fails on FAIL).
     util::cargo(&[
         "run",

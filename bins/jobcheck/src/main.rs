@@ -108,7 +108,7 @@ struct PolicyArgs {
     /// The regions file [default: ./jobcheck.yaml].
     #[arg(long, value_name = "FILE", env = "JOBCHECK_REGIONS_FILE")]
     regions_file: Option<PathBuf>,
-    /// Output format: the §4.1 table, or the response unchanged as JSON / YAML.
+    /// Output format: the reference's table, or the response unchanged as JSON / YAML.
     #[arg(short = 'o', long, value_enum, default_value_t = PolicyFormat::Table)]
     output: PolicyFormat,
 }

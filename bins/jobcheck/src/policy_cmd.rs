@@ -1,4 +1,4 @@
-//! `jobcheck policy -r REGION`: one region's full `GET /api/v1/policy` response, as the §4.1 table
+//! `jobcheck policy -r REGION`: one region's full `GET /api/v1/policy` response, as the reference's table
 //! or unchanged as JSON / YAML. Exit 1 with `Failed to get job validation policy: <reason>` when it
 //! cannot be read.
 

@@ -1,6 +1,6 @@
 //! The check outcome as the reference's payload (`regions`, `unreadable`, `verdicts`,
 //! `policy_drift`, `ecr_augmentation`) and its table / JSON / YAML renderings
-//! (`gco-admission.md` §4.2). Source-agnostic: works from any `Vec<RegionPolicy>`.
+//! as the reference CLI prints them. Source-agnostic: works from any `Vec<RegionPolicy>`.
 
 use std::fmt::Write as _;
 

@@ -1,4 +1,4 @@
-//! The pure per-manifest checks (`gco-admission.md` §2.0–§2.6, §2.8): pod-spec extraction,
+//! The pure per-manifest checks: pod-spec extraction (TrainJobs included),
 //! the quantity parsers, images, resource caps, security context and accelerator tolerations.
 //!
 //! Each check mirrors the reference's control flow step by step, including where it reads a
@@ -72,7 +72,7 @@ fn containers(pod_spec: &Value) -> PyResult<impl Iterator<Item = (&'static str, 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Quantity parsers (§1.9)
+// Quantity parsers (the reference's narrow ones: `500m`, `4`, `16Gi`…)
 // ---------------------------------------------------------------------------------------------
 
 fn require_str(value: &Value) -> PyResult<&str> {
@@ -126,7 +126,7 @@ fn positive_quantity(value: Option<&Value>) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pod-spec extraction (§2.0, §2.8)
+// Pod-spec extraction
 // ---------------------------------------------------------------------------------------------
 
 /// `extract_pod_spec` (caps and tolerations): `None` when no pod spec is recognised.
@@ -177,7 +177,8 @@ fn legacy_pod_spec(spec: &Value) -> PyResult<Option<&Value>> {
     }
 }
 
-/// A TrainJob decomposed into pod-spec views (§2.8).
+/// A TrainJob decomposed into pod-spec views: a synthetic trainer spec from `spec.trainer`
+/// and every pod spec embedded in its runtime patches.
 struct TrainJobViews<'a> {
     trainer: Option<Value>,
     embedded: Vec<&'a Value>,
@@ -533,7 +534,8 @@ fn concat_error(registry: &Value) -> PythonError {
     }
 }
 
-/// Aggregate CPU (millicores), memory (bytes) and GPU totals of a manifest (§2.4).
+/// Aggregate CPU (millicores), memory (bytes) and GPU totals of a manifest: per container the
+/// limit, else the request, summed over every pod spec (a TrainJob's trainer times `numNodes`).
 pub fn resource_totals(manifest: &Map<String, Value>) -> Result<(i128, i128, i128), PythonError> {
     totals_of(&ManifestPods::of(manifest))
 }

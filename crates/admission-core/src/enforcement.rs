@@ -1,4 +1,4 @@
-//! Advisory evaluation of a region's live Kubernetes layers (`cluster_enforcement`, spec §1.4):
+//! Advisory evaluation of a region's live Kubernetes layers (the response's `cluster_enforcement`):
 //! a container over a LimitRange `max`, or manifest totals over a ResourceQuota `hard` limit.
 //!
 //! Beyond the reference, which only displays these layers. The result is a list of

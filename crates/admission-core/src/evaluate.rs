@@ -1,6 +1,6 @@
 //! Judging one manifest: the CLI variant [`evaluate_manifest`] (every check, issues labelled
 //! `Kind/name`), the server variant [`validate_manifest`] (first failure wins) and the CLI's
-//! namespace pre-fill [`prefill_namespaces`] (`gco-admission.md` §2.7, §2.9, §4).
+//! namespace pre-fill [`prefill_namespaces`].
 
 use std::cell::OnceCell;
 
@@ -348,7 +348,7 @@ const SERVER_CAPPED_KINDS: [&str; 6] = [
     "TrainJob",
 ];
 
-/// The manifest processor's `validate_manifest` (the server gate, §2.7), for library consumers
+/// The manifest processor's `validate_manifest` (the server gate), for library consumers
 /// who embed the gate: first failure wins, in the server order — depth, required fields,
 /// `metadata.name`, namespace (absent ⇒ `default_namespace`, else `gco-jobs`), kind, caps (for
 /// workload kinds only), tolerations, security (prefixed), images. A malformed manifest gives

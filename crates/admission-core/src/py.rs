@@ -2,7 +2,7 @@
 //! `float()`, equality, ordering and the exception texts the reference would raise.
 //!
 //! The reference implementation is Python and its observable behaviour (messages, which inputs
-//! are rejected, which raise) depends on these semantics; see `gco-admission.md` §7.
+//! are rejected, which raise) depends on these semantics.
 
 use std::cmp::Ordering;
 use std::fmt;

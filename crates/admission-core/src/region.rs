@@ -1,5 +1,5 @@
 //! One region's policy read ([`RegionPolicy`]) and the shape of a per-region verdict
-//! ([`RegionVerdict`]) of `cli/job_policy.py` (`gco-admission.md` §3.1–§3.2); the verdicts are
+//! ([`RegionVerdict`]) of `cli/job_policy.py`; the verdicts are
 //! computed in `judgement`.
 
 use serde::{Serialize, Serializer};
@@ -176,7 +176,8 @@ impl Verdict {
     }
 }
 
-/// Whether one region would admit the manifests, and why not (§4.2 payload shape).
+/// Whether one region would admit the manifests, and why not (an element of the reference CLI's
+/// `verdicts` payload).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RegionVerdict {
     /// The region.
@@ -232,7 +233,7 @@ pub fn attach_enforcement_warnings(
 
 /// A region-keyed map that keeps insertion order (serialized as a JSON object).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct RegionMap<T>(pub Vec<(String, T)>);
+pub struct RegionMap<T>(Vec<(String, T)>);
 
 impl<T> RegionMap<T> {
     /// An empty map.

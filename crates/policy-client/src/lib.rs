@@ -11,7 +11,7 @@
 //! - `transport`: the one place that sends (hyper + hyper-rustls, rustls `ring`, system roots
 //!   plus `caFile`, body capped at 8 MiB, no redirects);
 //! - [`client`]: retries, per-request timeout, fan-out deadline, requested-order results;
-//! - [`view`]: the `jobcheck policy` table (spec §4.1) of one region's response.
+//! - [`view`]: the `jobcheck policy` table (the reference CLI's) of one region's response.
 //!
 //! Wiring `jobcheck check` (synchronous caller):
 //!

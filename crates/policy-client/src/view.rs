@@ -1,4 +1,4 @@
-//! The `jobcheck policy -r REGION` table (spec §4.1): one region's full `GET /api/v1/policy`
+//! The `jobcheck policy -r REGION` table (the reference CLI's): one region's full `GET /api/v1/policy`
 //! response rendered for people. Pure; values are printed the way the reference prints them
 //! (Python `str()`: `True`, `None`, `{'cpu': '4'}`).
 //!
@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 const RULE: &str = "------------------------------------------------------------";
 
-/// Renders the §4.1 table for the response `body` read for `region_flag` (the `-r` value, used
+/// Renders the reference's table for the response `body` read for `region_flag` (the `-r` value, used
 /// when the body names no region). Ends with a newline.
 pub fn policy_table(region_flag: &str, body: &Value) -> String {
     let empty = Map::new();

@@ -1,4 +1,4 @@
-//! The `jobcheck policy` table (spec §4.1), snapshotted.
+//! The `jobcheck policy` table (the reference CLI's), snapshotted.
 
 use policy_client::policy_table;
 use serde_json::json;
