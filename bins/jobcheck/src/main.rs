@@ -1,10 +1,11 @@
 //! `jobcheck`: which regions would admit these job manifests, and do the regions still agree?
 //!
 //! - `jobcheck check [MANIFEST_PATH] [-r REGION]... [--policy-file REGION=FILE]... [-n NS]
-//!   [-o table|json|yaml] [--fail-on-reject] [--strict-enforcement]` judges manifests against
-//!   live regions (read concurrently through `policy-client`) and/or saved `GET /api/v1/policy`
-//!   response bodies. Exit codes: 0 advisory, 1 with `--fail-on-reject` and a `reject` (or when
-//!   the evaluation itself fails), 2 for usage errors (bad flag, unreadable or unparsable file).
+//!   [-o table|json|yaml|sarif|junit|github] [--fail-on-reject] [--strict-enforcement]` judges
+//!   manifests against live regions (read concurrently through `policy-client`) and/or saved
+//!   `GET /api/v1/policy` response bodies; the CI formats point at manifest lines (`ci`). Exit
+//!   codes: 0 advisory, 1 with `--fail-on-reject` and a `reject` (or when the evaluation itself
+//!   fails), 2 for usage errors (bad flag, unreadable or unparsable file).
 //! - `jobcheck policy -r REGION [-o table|json|yaml]` prints one region's full response; exit 1
 //!   when it cannot be read.
 
