@@ -12,6 +12,8 @@
 //! values). Then the rendered report config goes through `workload-report routes --config` (the same
 //! loading and validation as `run --config`), and the CronJob's Pod through
 //! `workload-report eval` with the project's example workload constraints (`fixtures/gatekeeper/`).
+//! Last, the `live` case (the demo report) is installed into a real kube-apiserver and read back
+//! from a real Loki (`chart_live`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -21,7 +23,7 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::util;
+use crate::{chart_live, util};
 
 /// The pinned version of the `helm-python-sdk` package (Helm v4 engine) used without a `helm` binary.
 pub(crate) const SDK_VERSION: &str = "0.2.2";
@@ -105,6 +107,7 @@ pub(crate) fn test() -> Result<()> {
             merged(&full, &case.values),
         ));
     }
+    cases.push((chart_live::CASE.into(), chart_live::values(&root)?));
     let rendered = helm.render(&root, &cases)?;
     let get = |name: &str| -> Result<&Release> {
         match rendered.get(name) {
@@ -149,10 +152,11 @@ pub(crate) fn test() -> Result<()> {
     let config = check_config_accepted(&root, &out, get("full")?, get("minimal")?);
     let pod = check_pod_passes_constraints(&root, &out, get("full")?);
     match (config, pod) {
-        (Ok(()), Ok(())) => Ok(()),
-        (Err(error), Ok(())) | (Ok(()), Err(error)) => Err(error),
+        (Ok(()), Ok(())) => {}
+        (Err(error), Ok(())) | (Ok(()), Err(error)) => return Err(error),
         (Err(config), Err(pod)) => bail!("{config:#}\n\n{pod:#}"),
     }
+    chart_live::check(&root, get(chart_live::CASE)?)
 }
 
 const DIGEST: &str = "sha256:0c4f3b1a9e8d7c6b5a4f3e2d1c0b9a8f7e6d5c4b3a2f1e0d9c8b7a6f5e4d3c2b";
@@ -1285,8 +1289,8 @@ fn fields(expr: &str) -> BTreeSet<String> {
 
 /// One rendered release: its objects (every YAML document, in template order) and NOTES.txt when
 /// the renderer gives it.
-struct Release {
-    objects: Vec<Value>,
+pub(crate) struct Release {
+    pub(crate) objects: Vec<Value>,
     notes: Option<String>,
 }
 

@@ -9,7 +9,9 @@
 //! side gets that same change and nothing else, and enforcement actions are left out of the
 //! comparison: what is checked is that nothing else the projection does (kind/apiVersion,
 //! dropped server fields, file layout) changes what a constraint sees. The embedded engine always
-//! runs; gator too when `--gator PATH` or `GATOR_BIN` names a binary.
+//! runs; gator too: `--gator PATH`, else `GATOR_BIN`, else the real gator of the tools tarball
+//! (`$REAL_SERVERS_DIR` or `../shared/tools`, see `test_support::real`). Without any of them the
+//! gator side is skipped with a loud line, or fails under `CI=true`.
 //!
 //! Scenarios:
 //! - snapshots: `fixtures/cluster-src/<s>/`, `fixtures/cluster/<s>/` and `fixtures/demo/cluster/`,
@@ -49,9 +51,10 @@ enum Projected {
 /// Runs the parity check; `args` may hold `--gator PATH`.
 pub(crate) fn run(args: &[&str]) -> Result<()> {
     let gator = match args {
-        [] => std::env::var_os("GATOR_BIN")
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from),
+        [] => match std::env::var_os("GATOR_BIN").filter(|v| !v.is_empty()) {
+            Some(path) => Some(PathBuf::from(path)),
+            None => real_gator()?,
+        },
         ["--gator", path] => Some(PathBuf::from(path)),
         _ => bail!("usage: cargo xtask parity [--gator PATH]"),
     };
@@ -67,8 +70,6 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
             bail!("parity: gator binary {} is not a file", path.display());
         }
         evaluators.push(Box::new(Gator::new(GatorRunner::new(path))));
-    } else {
-        eprintln!("parity: gator not checked (set GATOR_BIN or pass --gator PATH)");
     }
     let mut failures = Vec::new();
     for scenario in &scenarios {
@@ -99,6 +100,34 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
     }
     eprintln!("parity: {} scenario(s) agree", scenarios.len());
     Ok(())
+}
+
+/// The real gator of the tools tarball, extracted; `None` after the loud line when the tarball
+/// is missing (an error under `CI=true`).
+fn real_gator() -> Result<Option<PathBuf>> {
+    use test_support::real::tools::{self, Tool};
+    match tools::locate(Tool::Gator) {
+        Ok(located) => {
+            let gator = tools::extract(&located).map_err(anyhow::Error::msg)?;
+            eprintln!(
+                "parity: gator {} from {}",
+                gator.version(),
+                gator.located.tarball.display()
+            );
+            Ok(Some(gator.bin("gator")))
+        }
+        Err(why) => {
+            let line = tools::skip_line(
+                "cargo xtask parity's gator check (or set GATOR_BIN / pass --gator PATH)",
+                &[(Tool::Gator, why)],
+            );
+            if tools::in_ci() {
+                bail!("{line}");
+            }
+            eprintln!("{line}");
+            Ok(None)
+        }
+    }
 }
 
 /// Evaluates the original and the projection from files, as the report would, and compares.

@@ -2,7 +2,7 @@
 //!
 //! - every `.rs` file under `crates/`, `bins/` and `examples/` starts with a `//!` doc comment;
 //! - no `#[ignore]` or `#[should_panic]` tests;
-//! - `std::process::Command` is used only by `gator-runner` (and tests, xtask);
+//! - `std::process::Command` is used only by `gator-runner` and `test-support` (and tests, xtask);
 //! - no HTTP client in the pure crates (`admission-core`, `team-routing`, `gatekeeper-engine`);
 //! - ARCHITECTURE.md names every workspace member.
 

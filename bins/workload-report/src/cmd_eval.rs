@@ -3,11 +3,12 @@
 //! `data.inventory` and reviewed) and prints gator's `-o json`, `-o yaml` or human output.
 //! Exit code: 1 when an enforceable (deny) result exists, 0 otherwise, 2 on input errors.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use gatekeeper_engine::{Engine, EngineOptions, NamespaceMode, output};
+use gatekeeper_engine::{Engine, EngineError, EngineOptions, NamespaceMode, output};
+use serde_json::Value;
 
 /// Output format of `eval`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
@@ -42,7 +43,13 @@ pub(crate) struct EvalArgs {
 
 /// Runs `workload-report eval`.
 pub(crate) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
-    let objects = gatekeeper_engine::read_sources(&args.filenames).context("reading inputs")?;
+    let sourced =
+        gatekeeper_engine::read_sources_with_origin(&args.filenames).context("reading inputs")?;
+    let origins: Vec<(PathBuf, String, String)> = sourced
+        .iter()
+        .map(|(path, object)| (path.clone(), field(object, "kind"), name_of(object)))
+        .collect();
+    let objects = sourced.into_iter().map(|(_, object)| object);
     let options = EngineOptions {
         namespace_mode: if args.audit_namespaces {
             NamespaceMode::Audit
@@ -51,8 +58,10 @@ pub(crate) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         },
         ..EngineOptions::default()
     };
-    let engine = Engine::new(objects, options).context("auditing objects")?;
-    let outcome = engine.review_all_detailed();
+    let engine = Engine::new(objects, options)
+        .map_err(|error| naming_the_file(error, &origins))
+        .context("auditing objects")?;
+    let outcome = engine.review_all_detailed().context("auditing objects")?;
     let text = match args.output {
         Format::Json => output::render_json(&engine, &outcome.results),
         Format::Yaml => output::render_yaml(&engine, &outcome.results),
@@ -65,4 +74,43 @@ pub(crate) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
     } else {
         ExitCode::SUCCESS
     })
+}
+
+fn field(object: &Value, key: &str) -> String {
+    object
+        .get(key)
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+fn name_of(object: &Value) -> String {
+    object
+        .pointer("/metadata/name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Adds the file of the object an "unsupported" error is about (the engine only knows objects).
+fn naming_the_file(error: EngineError, origins: &[(PathBuf, String, String)]) -> anyhow::Error {
+    let wanted = match &error {
+        EngineError::Unsupported { name, .. } => Some(("ConstraintTemplate", name.as_str())),
+        EngineError::UnsupportedObject { kind, name, .. } => Some((kind.as_str(), name.as_str())),
+        _ => None,
+    };
+    let file = wanted.and_then(|(kind, name)| {
+        origins
+            .iter()
+            .find(|(_, k, n)| k == kind && n == name)
+            .map(|(path, _, _)| path.as_path())
+    });
+    match file {
+        Some(path) => anyhow::Error::new(error).context(in_file(path)),
+        None => anyhow::Error::new(error),
+    }
+}
+
+fn in_file(path: &Path) -> String {
+    format!("in {}", path.display())
 }

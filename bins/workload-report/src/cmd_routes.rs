@@ -23,9 +23,7 @@ pub(crate) struct RoutesArgs {
 
 /// Runs `workload-report routes`.
 pub(crate) fn run(args: RoutesArgs) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.config)
-        .with_context(|| format!("failed to read config {}", args.config.display()))?;
-    let config = Config::from_yaml(&text)
+    let config = Config::load(&args.config)
         .with_context(|| format!("invalid config {}", args.config.display()))?;
     print!("{}", render(&config, &args.namespaces));
     Ok(ExitCode::SUCCESS)

@@ -1,6 +1,6 @@
-//! `workload-report run`: parses the arguments, loads the config and the environment, hands them
-//! to `daily_report::live::run_live`, then prints the digests and the run line and writes
-//! `--out DIR`.
+//! `workload-report run`: checks the output paths, loads the config and the environment, hands
+//! them to `daily_report::live::run_live`, then writes `--out DIR` and prints the digests and the
+//! run line — always the last line on stdout, also with `-o json` and when `--out` fails.
 //!
 //! Everything that decides anything (status, counts, audit check, what is posted) lives in
 //! `daily-report`; this file only parses and prints.
@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
-use daily_report::live::{LiveOptions, run_live, write_out};
+use daily_report::live::{LiveOptions, check_outputs, run_live, write_out};
 use daily_report::{Config, EngineChoice, RunOutput, Settings};
 use report_sinks::slack::SlackMessage;
 use serde_json::Value;
@@ -54,14 +54,7 @@ pub(crate) struct RunArgs {
 
 /// Runs `workload-report run`.
 pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
-    let text = std::fs::read_to_string(&args.config)
-        .with_context(|| format!("failed to read config {}", args.config.display()))?;
-    let config = Config::from_yaml(&text)
-        .with_context(|| format!("invalid config {}", args.config.display()))?;
-    let settings = Settings::from_env(&config, args.dry_run, &|name| std::env::var(name).ok())?;
-    for warning in config.routes.warnings() {
-        eprintln!("warning: routes: {warning}");
-    }
+    keep_panic_messages_out_of_the_logs();
     let options = LiveOptions {
         snapshot: args.snapshot,
         kubeconfig: args.kubeconfig,
@@ -72,17 +65,40 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         save_snapshot: args.save_snapshot,
         extra_ca_pem: None,
     };
+    check_outputs(&options, args.out.as_deref())?;
+    let config = Config::load(&args.config)
+        .with_context(|| format!("invalid config {}", args.config.display()))?;
+    let settings = Settings::from_env(&config, args.dry_run, &|name| std::env::var(name).ok())?;
+    for warning in config.routes.warnings() {
+        eprintln!("warning: routes: {warning}");
+    }
     let output = run_live(&config, &settings, &options, &|line| eprintln!("{line}"))?;
     for line in &output.log {
         eprintln!("{line}");
     }
-    if let Some(dir) = &args.out {
-        write_out(dir, &output, &config.default_team)?;
-    }
+    let written = match &args.out {
+        Some(dir) => write_out(dir, &output, &config.default_team),
+        None => Ok(()),
+    };
     print_output(&output, &args.output, settings.dry_run);
+    written?;
     Ok(ExitCode::from(output.exit_code()))
 }
 
+/// A panic's message could quote a secret or input; stderr gets where it happened only. (A panic
+/// while collecting is caught by the run and reported, redacted, in the run line.)
+fn keep_panic_messages_out_of_the_logs() {
+    std::panic::set_hook(Box::new(|info| {
+        let at = info
+            .location()
+            .map(|l| format!(" at {}:{}", l.file(), l.line()))
+            .unwrap_or_default();
+        eprintln!("workload-report: internal error{at}");
+    }));
+}
+
+/// Prints the digests (text) or the document (`-o json`: digests, problems and the run), then
+/// the run line as the last line, so a log shipper can take it from the end.
 fn print_output(output: &RunOutput, format: &str, dry_run: bool) {
     if format == "json" {
         let digests: serde_json::Map<String, Value> = output
@@ -104,6 +120,7 @@ fn print_output(output: &RunOutput, format: &str, dry_run: bool) {
             "{}",
             serde_json::to_string_pretty(&document).unwrap_or_default()
         );
+        println!("{}", output.run_line());
         return;
     }
     let verb = if dry_run {

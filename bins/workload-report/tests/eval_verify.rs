@@ -162,14 +162,166 @@ fn verify_reports_failures_and_exits_1() {
             .display(),
     );
     std::fs::write(dir.path().join("suite.yaml"), suite).unwrap();
-    let output = Command::new(env!("CARGO_BIN_EXE_workload-report"))
-        .args(["verify", "."])
-        .current_dir(dir.path())
-        .output()
-        .unwrap();
+    let verify = |extra: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_workload-report"))
+            .args(["verify", "."])
+            .args(extra)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    let output = verify(&["--allow-outside-suite"]);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stderr(&output), "Error: FAIL\n");
     insta::assert_snapshot!("verify_failures", without_durations(&stdout(&output)));
+    // Without the flag, the absolute paths leave the Suite's directory: refused.
+    let output = verify(&[]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(text.contains("is outside the Suite's directory"), "{text}");
+    assert!(text.contains("use --allow-outside-suite"), "{text}");
+}
+
+/// A Suite in a fresh directory, with `files` beside it; returns the directory.
+fn suite_dir(suite: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("suite.yaml"), suite).unwrap();
+    for (name, text) in files {
+        let path = dir.path().join(name);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, text).unwrap();
+    }
+    dir
+}
+
+fn verify_in(dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_workload-report"))
+        .args(["verify", "suite/..."])
+        .current_dir(dir.parent().unwrap())
+        .output()
+        .unwrap()
+}
+
+const ONE_CASE_SUITE: &str = "kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\ntests:\n- name: t\n  template: template.yaml\n  constraint: constraint.yaml\n  cases:\n  - name: c\n    object: OBJECT\n    assertions:\n    - violations: no\n";
+
+#[test]
+fn verify_refuses_relative_paths_that_climb_out_and_never_quotes_files() {
+    let outer = tempfile::tempdir().unwrap();
+    let suite = outer.path().join("suite");
+    std::fs::create_dir_all(&suite).unwrap();
+    std::fs::write(outer.path().join("secret.yaml"), "- hunter2-password\n").unwrap();
+    let labels = root().join("fixtures/gatekeeper/requiredlabels");
+    std::fs::copy(labels.join("template.yaml"), suite.join("template.yaml")).unwrap();
+    std::fs::copy(
+        labels.join("samples/owner-label/constraint.yaml"),
+        suite.join("constraint.yaml"),
+    )
+    .unwrap();
+    std::fs::write(suite.join("list.txt"), "- hunter2-password\n").unwrap();
+    std::fs::write(
+        suite.join("suite.yaml"),
+        ONE_CASE_SUITE.replace("OBJECT", "../secret.yaml"),
+    )
+    .unwrap();
+    let output = verify_in(&suite);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(
+        text.contains("\"../secret.yaml\" is outside the Suite's directory"),
+        "{text}"
+    );
+    std::fs::write(
+        suite.join("suite.yaml"),
+        ONE_CASE_SUITE.replace("OBJECT", "list.txt"),
+    )
+    .unwrap();
+    let output = verify_in(&suite);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(
+        text.contains("list.txt\": document is not an object but a sequence"),
+        "{text}"
+    );
+    assert!(!text.contains("hunter2"), "{text}");
+}
+
+#[test]
+fn verify_fails_tests_with_expansion_as_unsupported() {
+    let output = run(&["verify", "fixtures/gatekeeper-unsupported/..."]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "unsupported: expansion: the test names the ExpansionTemplate \"expansion.yaml\""
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("(fixtures/gatekeeper-unsupported/expansion/suite.yaml)"),
+        "{text}"
+    );
+}
+
+#[test]
+fn eval_prints_evaluation_errors_as_results_and_exits_1() {
+    let output = run(&[
+        "eval",
+        "-f",
+        "fixtures/gatekeeper/evalerrors/template.yaml",
+        "-f",
+        "fixtures/gatekeeper/evalerrors/samples/conflict/constraint.yaml",
+        "-f",
+        "fixtures/gatekeeper/evalerrors/samples/conflict/example_two_owners.yaml",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(
+        stdout(&output),
+        "apps/v1/Deployment shop/api: [\"one-owner\"] Message: \"template:3: eval_conflict_error: complete rules must not produce multiple outputs\"\n"
+    );
+}
+
+#[test]
+fn eval_refuses_mutators_and_expansion_templates_naming_the_file() {
+    let dir = suite_dir(
+        "kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\n",
+        &[(
+            "mutator.yaml",
+            "apiVersion: mutations.gatekeeper.sh/v1\nkind: Assign\nmetadata:\n  name: add-label\nspec: {}\n",
+        )],
+    );
+    let output = run(&["eval", "-f", dir.path().to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    assert!(
+        text.contains("unsupported: mutators are not applied"),
+        "{text}"
+    );
+    assert!(text.contains("mutator.yaml"), "{text}");
+    assert!(text.contains("Assign \"add-label\""), "{text}");
+}
+
+#[test]
+fn eval_refuses_devices_and_fifos_without_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("pipe.yaml");
+    let made = Command::new("mkfifo").arg(&fifo).status().unwrap();
+    assert!(made.success());
+    let output = run(&["eval", "-f", fifo.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("not a regular file"),
+        "{}",
+        stderr(&output)
+    );
+    let zero = dir.path().join("zero.yaml");
+    std::os::unix::fs::symlink("/dev/zero", &zero).unwrap();
+    let output = run(&["eval", "-f", zero.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("not a regular file"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]

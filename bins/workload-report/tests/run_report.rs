@@ -348,7 +348,7 @@ fn live_ok_run_posts_digests_and_pushes_loki() {
         &live.all_hooks(),
     );
     assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
-    let document: Value = serde_json::from_str(&outcome.stdout).unwrap();
+    let document = first_json(&outcome.stdout);
     assert_eq!(document["run"]["status"], "ok");
     assert_eq!(
         document["run"]["posted"],
@@ -394,8 +394,7 @@ fn live_ok_run_posts_digests_and_pushes_loki() {
         ],
         &hooks(&live.slack, &TEAMS),
     );
-    let replayed: Value = serde_json::from_str(&replay.stdout)
-        .unwrap_or_else(|e| panic!("{e}: {}\n{}", replay.stdout, replay.stderr));
+    let replayed = first_json(&replay.stdout);
     assert_eq!(replayed["run"]["status"], "ok", "{}", replay.stderr);
     assert_eq!(
         replayed["digests"]["raster"]["text"]
@@ -406,6 +405,15 @@ fn live_ok_run_posts_digests_and_pushes_loki() {
             .map(|t| t.lines().count())
     );
     assert_eq!(replayed["run"]["auditCheck"], document["run"]["auditCheck"]);
+}
+
+/// The first JSON document on stdout (`-o json` prints the document, then the run line).
+fn first_json(stdout: &str) -> Value {
+    serde_json::Deserializer::from_str(stdout)
+        .into_iter::<Value>()
+        .next()
+        .and_then(Result::ok)
+        .unwrap_or_else(|| panic!("no JSON document on stdout: {stdout}"))
 }
 
 #[test]

@@ -37,14 +37,27 @@ pub use yaml::{NestingError, YAML_MAX_DEPTH, check_yaml_nesting};
 use std::path::{Path, PathBuf};
 
 /// Why an input could not be read.
-#[derive(Debug, thiserror::Error)]
-#[error("{}: {kind}", .input.display())]
+///
+/// Its text already says what went wrong (`<input>: <kind>`), so its `source()` is the kind's
+/// cause, not the kind: a chain printer (`{:#}`) shows each fact once.
+#[derive(Debug)]
 pub struct ReadError {
     /// The input: a path, or a name such as `stdin` or `<archive>/member.yaml`.
     pub input: PathBuf,
-    /// What went wrong. Shown in the message, and deliberately not a `source()`: a chain
-    /// printed with `{:#}` would repeat it.
+    /// What went wrong.
     pub kind: ReadErrorKind,
+}
+
+impl std::fmt::Display for ReadError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {}", self.input.display(), self.kind)
+    }
+}
+
+impl std::error::Error for ReadError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        std::error::Error::source(&self.kind)
+    }
 }
 
 impl ReadError {
@@ -81,8 +94,8 @@ pub enum ReadErrorKind {
     /// The input is not UTF-8 text.
     #[error("is not UTF-8 text")]
     NotUtf8,
-    /// Any other I/O error (permissions, a read error); shown in the message, not as a source.
-    #[error("{0}")]
+    /// Any other I/O error (permissions, a read error).
+    #[error(transparent)]
     Io(std::io::Error),
 }
 
@@ -120,13 +133,13 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_chain_prints_the_cause_once() {
-        let error = ReadError::new(
-            "policy.json",
-            ReadErrorKind::Io(std::io::Error::other("permission denied")),
-        );
+    fn a_chain_names_each_fact_once() {
+        let error = ReadError::new("a.yaml", ReadErrorKind::TooLarge { cap: 1024 });
         assert!(std::error::Error::source(&error).is_none());
-        assert_eq!(error.to_string(), "policy.json: permission denied");
+        let denied = std::io::Error::new(std::io::ErrorKind::PermissionDenied, "denied");
+        let error = ReadError::new("b.yaml", ReadErrorKind::Io(denied));
+        assert_eq!(error.to_string(), "b.yaml: denied");
+        assert!(std::error::Error::source(&error).is_none());
     }
 
     #[test]

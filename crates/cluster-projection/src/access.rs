@@ -5,11 +5,26 @@
 //! `--context` selects the kubeconfig; otherwise, inside a Pod (`KUBERNETES_SERVICE_HOST` and
 //! `KUBERNETES_SERVICE_PORT` set) the mounted ServiceAccount token and CA are used; otherwise
 //! `KUBECONFIG` / `~/.kube/config` with its current context.
+//!
+//! Every file named here is read through `bounded-input`: regular files only (a FIFO or
+//! `/dev/zero` is refused at once), each under a cap named in the error, and a kubeconfig's YAML
+//! nesting is checked before it is parsed. [`ClusterSource::redactor`] knows the credentials the
+//! source sends (tokens, passwords), so texts built from the server's answers never show them.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use kube::config::{KubeConfigOptions, Kubeconfig, KubeconfigError};
+use bounded_input::{NestingError, ReadErrorKind, YAML_MAX_DEPTH};
+use kube::config::{AuthInfo, KubeConfigOptions, Kubeconfig, KubeconfigError};
+use redaction::Redactor;
+use secrecy::ExposeSecret;
+
+/// The largest kubeconfig read (embedded certificates make them tens of KiB).
+pub const MAX_KUBECONFIG_BYTES: u64 = 4 << 20;
+/// The largest ServiceAccount token read (a projected token is about 1 KiB).
+pub const MAX_TOKEN_BYTES: u64 = 1 << 20;
+/// The largest CA bundle read.
+pub const MAX_CA_BYTES: u64 = 4 << 20;
 
 /// The ServiceAccount token path inside a Pod.
 pub const SERVICE_ACCOUNT_TOKEN: &str = "/var/run/secrets/kubernetes.io/serviceaccount/token";
@@ -26,7 +41,7 @@ pub enum ConfigError {
         path: PathBuf,
         /// The read error, if the file could not be read.
         #[source]
-        source: Option<std::io::Error>,
+        source: Option<ReadErrorKind>,
     },
     /// The in-cluster CA file is missing or unreadable.
     #[error("in-cluster config: cluster CA {path} is missing or unreadable")]
@@ -35,7 +50,7 @@ pub enum ConfigError {
         path: PathBuf,
         /// The read error.
         #[source]
-        source: std::io::Error,
+        source: ReadErrorKind,
     },
     /// The CA file holds no PEM certificate.
     #[error("in-cluster config: cluster CA {path} holds no PEM certificate")]
@@ -52,8 +67,23 @@ pub enum ConfigError {
         #[source]
         source: http::uri::InvalidUri,
     },
-    /// The kubeconfig could not be read, or its context/cluster/user could not be loaded.
-    #[error("kubeconfig {location}: {source}")]
+    /// A kubeconfig file could not be read (missing, not a regular file, over the cap).
+    #[error("kubeconfig")]
+    KubeconfigRead(#[source] bounded_input::ReadError),
+    /// A kubeconfig file nests deeper than YAML parsing is allowed to.
+    #[error("kubeconfig {}: invalid YAML", path.display())]
+    KubeconfigNesting {
+        /// The file.
+        path: PathBuf,
+        /// How deep.
+        #[source]
+        source: NestingError,
+    },
+    /// No kubeconfig path: neither `KUBECONFIG` nor a home directory.
+    #[error("kubeconfig: KUBECONFIG is not set and there is no home directory")]
+    NoKubeconfig,
+    /// The kubeconfig could not be parsed, or its context/cluster/user could not be loaded.
+    #[error("kubeconfig {location}")]
     Kubeconfig {
         /// Which kubeconfig (`KUBECONFIG / ~/.kube/config` or a path), and context if given.
         location: String,
@@ -123,33 +153,33 @@ impl InClusterConfig {
                 url: self.server.clone(),
                 source,
             })?;
-        match std::fs::read(&self.token_file) {
-            Ok(token) if !token.iter().all(u8::is_ascii_whitespace) => {}
-            Ok(_) => {
-                return Err(ConfigError::TokenMissing {
-                    path: self.token_file.clone(),
-                    source: None,
-                });
-            }
-            Err(source) => {
-                return Err(ConfigError::TokenMissing {
-                    path: self.token_file.clone(),
-                    source: Some(source),
-                });
-            }
-        }
+        self.token()?;
         let roots = read_ca(&self.ca_file)?;
         let mut config = kube::Config::new(url);
         config.root_cert = Some(roots);
         config.auth_info.token_file = Some(self.token_file.display().to_string());
         Ok(config)
     }
+
+    /// The token, read (bounded) and trimmed; an empty token is missing.
+    fn token(&self) -> Result<String, ConfigError> {
+        let missing = |source| ConfigError::TokenMissing {
+            path: self.token_file.clone(),
+            source,
+        };
+        let token = bounded_input::read_file_to_string(&self.token_file, MAX_TOKEN_BYTES)
+            .map_err(|e| missing(Some(e.kind)))?;
+        match token.trim() {
+            "" => Err(missing(None)),
+            token => Ok(token.to_string()),
+        }
+    }
 }
 
 fn read_ca(path: &Path) -> Result<Vec<Vec<u8>>, ConfigError> {
-    let pem = std::fs::read(path).map_err(|source| ConfigError::CaMissing {
+    let pem = bounded_input::read_file(path, MAX_CA_BYTES).map_err(|e| ConfigError::CaMissing {
         path: path.to_path_buf(),
-        source,
+        source: e.kind,
     })?;
     let certs: Vec<Vec<u8>> = rustls_pemfile::certs(&mut pem.as_slice())
         .filter_map(Result::ok)
@@ -220,8 +250,9 @@ impl ClusterSource {
         }
     }
 
-    /// The kube configuration, with connect/read/write timeouts of `timeout` and kube's
-    /// automatic retries turned off (a failure is reported, not hidden).
+    /// The kube configuration, with a connect timeout of `timeout`, read/write timeouts a second
+    /// longer (the reader's deadline of `timeout` reports a stall) and kube's automatic retries
+    /// turned off (a failure is reported, not hidden).
     pub async fn kube_config(&self, timeout: Duration) -> Result<kube::Config, ConfigError> {
         let mut config = match self {
             ClusterSource::InCluster(in_cluster) => in_cluster.kube_config()?,
@@ -230,34 +261,151 @@ impl ClusterSource {
                     context: context.clone(),
                     ..KubeConfigOptions::default()
                 };
-                let wrap = |source| ConfigError::Kubeconfig {
-                    location: self.describe(),
-                    source,
-                };
-                match path {
-                    Some(path) => {
-                        let file = Kubeconfig::read_from(path).map_err(wrap)?;
-                        kube::Config::from_custom_kubeconfig(file, &options)
-                            .await
-                            .map_err(wrap)?
-                    }
-                    None => kube::Config::from_kubeconfig(&options)
-                        .await
-                        .map_err(wrap)?,
-                }
+                let file = load_kubeconfig(path.as_deref(), &self.describe())?;
+                kube::Config::from_custom_kubeconfig(file, &options)
+                    .await
+                    .map_err(|source| ConfigError::Kubeconfig {
+                        location: self.describe(),
+                        source,
+                    })?
             }
         };
+        // The reader's own deadline (the same `timeout`, over the whole exchange) is the one that
+        // reports a hung server; kube's per-read and per-write timeouts are a second behind it,
+        // so the two never race to describe the same stall.
+        let backstop = timeout.saturating_add(Duration::from_secs(1));
         config.connect_timeout = Some(timeout);
-        config.read_timeout = Some(timeout);
-        config.write_timeout = Some(timeout);
+        config.read_timeout = Some(backstop);
+        config.write_timeout = Some(backstop);
         config.default_retry = false;
         Ok(config)
+    }
+
+    /// A redactor that knows the credentials this source sends: the ServiceAccount token, or
+    /// every token, token file and password of the kubeconfig's users (whichever context is
+    /// used). Best effort: what cannot be read is left out (reading the cluster then fails with
+    /// the reason). Tokens an exec plugin or auth provider obtains at run time are not known.
+    pub fn redactor(&self) -> Redactor {
+        let mut redactor = Redactor::new();
+        match self {
+            ClusterSource::InCluster(in_cluster) => {
+                if let Ok(token) = in_cluster.token() {
+                    redactor.add_secret(&token);
+                }
+            }
+            ClusterSource::Kubeconfig { path, .. } => {
+                if let Ok(file) = load_kubeconfig(path.as_deref(), "") {
+                    for user in file.auth_infos.iter().filter_map(|u| u.auth_info.as_ref()) {
+                        add_user_secrets(&mut redactor, user);
+                    }
+                }
+            }
+        }
+        redactor
     }
 
     /// A client for this source (see [`ClusterSource::kube_config`]).
     pub async fn client(&self, timeout: Duration) -> Result<kube::Client, ConfigError> {
         let config = self.kube_config(timeout).await?;
         kube::Client::try_from(config).map_err(ConfigError::Client)
+    }
+}
+
+fn add_user_secrets(redactor: &mut Redactor, user: &AuthInfo) {
+    if let Some(token) = &user.token {
+        redactor.add_secret(token.expose_secret());
+    }
+    if let Some(file) = &user.token_file
+        && let Ok(token) = bounded_input::read_file_to_string(Path::new(file), MAX_TOKEN_BYTES)
+    {
+        redactor.add_secret(token.trim());
+    }
+    if let Some(password) = &user.password {
+        let name = user.username.as_deref().unwrap_or("");
+        redactor.add_basic(name, password.expose_secret());
+    }
+    if let Some(provider) = &user.auth_provider {
+        for (key, value) in &provider.config {
+            if key.contains("token") || key.contains("secret") {
+                redactor.add_secret(value);
+            }
+        }
+    }
+}
+
+/// The kubeconfig at `path`, else the files `KUBECONFIG` lists (merged, first wins), else
+/// `~/.kube/config`; each read bounded, nesting-checked, with its relative paths made absolute
+/// against its own directory (as kubectl does).
+fn load_kubeconfig(path: Option<&Path>, location: &str) -> Result<Kubeconfig, ConfigError> {
+    let paths: Vec<PathBuf> = match path {
+        Some(path) => vec![path.to_path_buf()],
+        None => default_kubeconfig_paths()?,
+    };
+    let mut merged = Kubeconfig::default();
+    for path in &paths {
+        let text = bounded_input::read_file_to_string(path, MAX_KUBECONFIG_BYTES)
+            .map_err(ConfigError::KubeconfigRead)?;
+        bounded_input::check_yaml_nesting(&text, YAML_MAX_DEPTH).map_err(|source| {
+            ConfigError::KubeconfigNesting {
+                path: path.clone(),
+                source,
+            }
+        })?;
+        let wrap = |source| ConfigError::Kubeconfig {
+            location: location.to_string(),
+            source,
+        };
+        let mut file = Kubeconfig::from_yaml(&text).map_err(wrap)?;
+        if let Some(dir) = path.parent() {
+            absolutize(&mut file, dir);
+        }
+        merged = merged.merge(file).map_err(wrap)?;
+    }
+    Ok(merged)
+}
+
+fn default_kubeconfig_paths() -> Result<Vec<PathBuf>, ConfigError> {
+    if let Some(value) = std::env::var_os("KUBECONFIG") {
+        let paths: Vec<PathBuf> = std::env::split_paths(&value)
+            .filter(|p| !p.as_os_str().is_empty())
+            .collect();
+        if !paths.is_empty() {
+            return Ok(paths);
+        }
+    }
+    let home = std::env::home_dir().ok_or(ConfigError::NoKubeconfig)?;
+    Ok(vec![home.join(".kube").join("config")])
+}
+
+/// Makes the file paths of a kubeconfig absolute against `dir`: CA, client certificate and key,
+/// token file, and an exec command that names a path (a bare command is looked up on `PATH`).
+fn absolutize(file: &mut Kubeconfig, dir: &Path) {
+    for cluster in file.clusters.iter_mut().filter_map(|c| c.cluster.as_mut()) {
+        make_absolute(dir, cluster.certificate_authority.as_mut());
+    }
+    for user in file
+        .auth_infos
+        .iter_mut()
+        .filter_map(|u| u.auth_info.as_mut())
+    {
+        make_absolute(dir, user.client_certificate.as_mut());
+        make_absolute(dir, user.client_key.as_mut());
+        make_absolute(dir, user.token_file.as_mut());
+        let command = user.exec.as_mut().and_then(|e| e.command.as_mut());
+        if command
+            .as_ref()
+            .is_some_and(|c| c.contains(std::path::MAIN_SEPARATOR))
+        {
+            make_absolute(dir, command);
+        }
+    }
+}
+
+fn make_absolute(dir: &Path, path: Option<&mut String>) {
+    if let Some(path) = path
+        && Path::new(path.as_str()).is_relative()
+    {
+        *path = dir.join(path.as_str()).display().to_string();
     }
 }
 

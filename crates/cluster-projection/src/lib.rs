@@ -24,12 +24,15 @@ pub mod snapshot;
 
 pub use access::{ClusterSource, ConfigError, InClusterConfig};
 pub use model::{
-    ClusterState, Constraint, ModelError, Namespace, RawObject, ReadSpec, Template, Workload,
-    WorkloadKind,
+    ClusterState, Constraint, MAX_BODY_BYTES, ModelError, Namespace, RawObject, ReadSpec, Template,
+    Workload, WorkloadKind,
 };
 pub use projection::{
     ProjectedObject, ProjectionError, ProjectionSummary, project, project_lazily, project_object,
     project_owned, write_projection,
 };
 pub use read::{ReadError, read_cluster, read_cluster_blocking, read_with_client};
-pub use snapshot::{SnapshotError, read_snapshot, read_snapshot_text, save_snapshot};
+pub use snapshot::{
+    SnapshotError, SnapshotLimits, read_snapshot, read_snapshot_text, read_snapshot_with,
+    save_snapshot,
+};

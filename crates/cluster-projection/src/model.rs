@@ -17,6 +17,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use jiff::Timestamp;
+use redaction::Redactor;
 use serde_json::{Map, Value};
 
 /// API group of ConstraintTemplates.
@@ -235,7 +236,19 @@ pub struct ReadSpec {
     pub page_size: u32,
     /// Timeout of one API request, body included (default 30 s).
     pub request_timeout: Duration,
+    /// The largest response body read (default [`MAX_BODY_BYTES`]); a longer one fails the read
+    /// naming the cap.
+    pub max_body_bytes: u64,
+    /// Secrets to remove from texts built from the server's answers, before they are shortened.
+    /// [`crate::read_cluster`] adds the credentials of the cluster source itself.
+    pub redactor: Redactor,
 }
+
+/// The default cap of one API response body: 64 MiB, room for a page of 500 objects averaging
+/// 128 KiB. A workload with a full `last-applied-configuration` annotation is typically 10–40
+/// KiB, and etcd refuses objects over 1.5 MiB, so only a pathological page (or an endless body)
+/// reaches it.
+pub const MAX_BODY_BYTES: u64 = 64 << 20;
 
 impl Default for ReadSpec {
     fn default() -> Self {
@@ -244,6 +257,8 @@ impl Default for ReadSpec {
             constraint_kinds: Vec::new(),
             page_size: 500,
             request_timeout: Duration::from_secs(30),
+            max_body_bytes: MAX_BODY_BYTES,
+            redactor: Redactor::new(),
         }
     }
 }

@@ -18,9 +18,13 @@
 //!
 //! The directory ([`write_projection`]): the file `.projection-manifest` lists what the last run
 //! wrote. Before writing, those files are removed; any other entry in `<work>/in` (a file the tool
-//! did not write, a directory) stops the run with [`ProjectionError::ForeignFiles`], so a reused
-//! work dir never feeds stale objects to the evaluator. Evaluators skip the manifest (it is not
-//! `.yaml`, `.yml` or `.json`).
+//! did not write, a directory, a symlink) stops the run with [`ProjectionError::ForeignFiles`], so
+//! a reused work dir never feeds stale objects to the evaluator. Evaluators skip the manifest (it
+//! is not `.yaml`, `.yml` or `.json`).
+//!
+//! Nothing is written through a symlink: a work dir, `in` or manifest that is one stops the run
+//! ([`ProjectionError::Symlink`]), and every file is created new (`O_EXCL`), which never follows
+//! one, so a planted link cannot make the run write outside the work dir.
 
 use std::collections::BTreeSet;
 use std::io::Write;
@@ -47,6 +51,15 @@ pub const DROPPED_METADATA: [&str; 6] = [
 /// Errors while writing the projection.
 #[derive(Debug, thiserror::Error)]
 pub enum ProjectionError {
+    /// The work dir, `<work>/in` or the manifest is a symlink.
+    #[error("{} is a symlink; refusing to follow it", path.display())]
+    Symlink {
+        /// The path.
+        path: PathBuf,
+    },
+    /// The manifest could not be read (not a regular file, over the cap).
+    #[error("reading the projection manifest")]
+    Manifest(#[source] bounded_input::ReadError),
     /// `<work>/in` holds entries a previous projection did not write.
     #[error("{} holds files this tool did not write ({}); remove them or use another work dir", dir.display(), files.join(", "))]
     ForeignFiles {
@@ -236,6 +249,8 @@ pub fn write_projection(
     work_dir: &Path,
 ) -> Result<ProjectionSummary, ProjectionError> {
     let dir = work_dir.join("in");
+    refuse_symlink(work_dir)?;
+    refuse_symlink(&dir)?;
     std::fs::create_dir_all(&dir).map_err(io("creating", &dir))?;
     let names = names(state);
     check_unique(&names)?;
@@ -251,7 +266,7 @@ pub fn write_projection(
         manifest.push('\n');
     }
     let manifest_path = dir.join(MANIFEST);
-    std::fs::write(&manifest_path, manifest).map_err(io("writing", &manifest_path))?;
+    create_new(&manifest_path, manifest.as_bytes())?;
 
     write_files(&dir, &names)?;
     Ok(ProjectionSummary {
@@ -264,15 +279,17 @@ pub fn write_projection(
 /// Removes the files the manifest lists; fails first when anything else is in `dir`.
 fn clear_previous(dir: &Path) -> Result<usize, ProjectionError> {
     let manifest_path = dir.join(MANIFEST);
-    let previous: BTreeSet<String> = match std::fs::read_to_string(&manifest_path) {
-        Ok(text) => text
-            .lines()
-            .filter(|l| !l.is_empty() && !l.starts_with('#'))
-            .map(str::to_string)
-            .collect(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => BTreeSet::new(),
-        Err(e) => return Err(io("reading", &manifest_path)(e)),
-    };
+    refuse_symlink(&manifest_path)?;
+    let previous: BTreeSet<String> =
+        match bounded_input::read_file_to_string(&manifest_path, MAX_MANIFEST_BYTES) {
+            Ok(text) => text
+                .lines()
+                .filter(|l| !l.is_empty() && !l.starts_with('#'))
+                .map(str::to_string)
+                .collect(),
+            Err(e) if matches!(e.kind, bounded_input::ReadErrorKind::NotFound) => BTreeSet::new(),
+            Err(e) => return Err(ProjectionError::Manifest(e)),
+        };
     let mut ours = Vec::new();
     let mut foreign = Vec::new();
     for entry in std::fs::read_dir(dir).map_err(io("reading", dir))? {
@@ -298,7 +315,37 @@ fn clear_previous(dir: &Path) -> Result<usize, ProjectionError> {
     for path in &ours {
         std::fs::remove_file(path).map_err(io("removing", path))?;
     }
+    match std::fs::remove_file(&manifest_path) {
+        Err(e) if e.kind() != std::io::ErrorKind::NotFound => {
+            return Err(io("removing", &manifest_path)(e));
+        }
+        _ => {}
+    }
     Ok(ours.len())
+}
+
+/// The largest manifest read (one line per projected file).
+const MAX_MANIFEST_BYTES: u64 = 64 << 20;
+
+/// Fails when `path` is a symlink (a missing path is fine).
+fn refuse_symlink(path: &Path) -> Result<(), ProjectionError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(ProjectionError::Symlink {
+            path: path.to_path_buf(),
+        }),
+        _ => Ok(()),
+    }
+}
+
+/// Creates `path`, which must not exist yet (`O_EXCL`: a symlink there is not followed), with
+/// `contents`.
+fn create_new(path: &Path, contents: &[u8]) -> Result<(), ProjectionError> {
+    let mut file = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(io("creating", path))?;
+    file.write_all(contents).map_err(io("writing", path))
 }
 
 /// Writes the files on two threads (the work is serializing and file creation).
@@ -327,9 +374,7 @@ fn write_some(dir: &Path, names: &[(String, &RawObject)]) -> Result<(), Projecti
         serde_json::to_writer(&mut buffer, &object)
             .map_err(|e| io("serializing", &dir.join(name))(std::io::Error::other(e)))?;
         buffer.push(b'\n');
-        let path = dir.join(name);
-        let mut file = std::fs::File::create(&path).map_err(io("creating", &path))?;
-        file.write_all(&buffer).map_err(io("writing", &path))?;
+        create_new(&dir.join(name), &buffer)?;
     }
     Ok(())
 }

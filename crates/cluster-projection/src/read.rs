@@ -7,12 +7,17 @@
 //! configured kind (GET `templates.gatekeeper.sh/v1` `constrainttemplates/<lower-case kind>`),
 //! Namespaces, then each configured workload kind. Resources are fetched concurrently; when several
 //! fail, the error reported is the first in that order.
+//!
+//! Every body is read up to [`ReadSpec::max_body_bytes`] (64 MiB by default), so an endless 200
+//! answer fails at the cap instead of growing memory. Texts taken from an answer (a `Status`
+//! message, the start of an error page) are redacted with [`ReadSpec::redactor`], which
+//! [`read_cluster`] extends with the source's own credentials, before they are shortened.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use http::StatusCode;
-use http_body_util::BodyExt;
+use http_body_util::{BodyExt, LengthLimitError, Limited};
 use kube::api::ListParams;
 use kube::client::Body;
 use serde::Deserialize;
@@ -101,6 +106,16 @@ pub enum ReadError {
         #[source]
         source: Box<dyn std::error::Error + Send + Sync>,
     },
+    /// The body is longer than the cap.
+    #[error("{resource}: HTTP {status} response body is larger than the {} cap", bounded_input::format_size(*.cap))]
+    BodyTooLarge {
+        /// The resource.
+        resource: String,
+        /// The status of the response.
+        status: u16,
+        /// The cap, in bytes.
+        cap: u64,
+    },
     /// The body is not JSON.
     #[error("{resource}: HTTP {status} response body is not valid JSON")]
     InvalidBody {
@@ -167,7 +182,9 @@ pub async fn read_cluster(
         .client(spec.request_timeout)
         .await
         .map_err(ReadError::Config)?;
-    read_with_client(&client, spec).await
+    let mut spec = spec.clone();
+    spec.redactor.merge(&source.redactor());
+    read_with_client(&client, &spec).await
 }
 
 /// [`read_cluster`] on a runtime of its own, for synchronous callers.
@@ -278,13 +295,17 @@ pub async fn read_with_client(
         let parsers = Arc::clone(&parsers);
         let label = resource.label.clone();
         let page_size = spec.page_size.max(1);
-        let timeout = spec.request_timeout;
+        let answers = Answers {
+            timeout: spec.request_timeout,
+            max_body_bytes: spec.max_body_bytes,
+            redactor: spec.redactor.clone(),
+        };
         let handle = tokio::spawn(async move {
             match &resource.role {
                 Role::Template { .. } => {
-                    get_one(&client, &resource, timeout).await.map(|i| vec![i])
+                    get_one(&client, &resource, &answers).await.map(|i| vec![i])
                 }
-                _ => list_all(&client, &resource, page_size, timeout, parsers).await,
+                _ => list_all(&client, &resource, page_size, &answers, parsers).await,
             }
         });
         tasks.push((label, handle));
@@ -310,17 +331,24 @@ pub async fn read_with_client(
     Ok(state)
 }
 
+/// How answers are read and turned into text: the timeout, the body cap, the secrets to remove.
+struct Answers {
+    timeout: Duration,
+    max_body_bytes: u64,
+    redactor: redaction::Redactor,
+}
+
 async fn get_one(
     client: &kube::Client,
     resource: &Resource,
-    timeout: Duration,
+    answers: &Answers,
 ) -> Result<Item, ReadError> {
     let request = http::Request::get(resource.path.as_str())
         .body(Vec::new())
         .map_err(|_| invalid_path(resource))?;
-    let (status, body) = fetch(client, request, &resource.label, timeout).await?;
+    let (status, body) = fetch(client, request, &resource.label, answers).await?;
     if !status.is_success() {
-        return Err(status_error(resource, status, &body));
+        return Err(status_error(resource, status, &body, &answers.redactor));
     }
     let object: Value = parse_json(resource, status, &body)?;
     if !object.is_object() {
@@ -352,7 +380,7 @@ async fn list_all(
     client: &kube::Client,
     resource: &Resource,
     page_size: u32,
-    timeout: Duration,
+    answers: &Answers,
     parsers: Arc<Semaphore>,
 ) -> Result<Vec<Item>, ReadError> {
     let mut pending = Vec::new();
@@ -365,9 +393,9 @@ async fn list_all(
         let request = kube::core::Request::new(resource.path.as_str())
             .list(&params)
             .map_err(|_| invalid_path(resource))?;
-        let (status, body) = fetch(client, request, &resource.label, timeout).await?;
+        let (status, body) = fetch(client, request, &resource.label, answers).await?;
         if !status.is_success() {
-            return Err(status_error(resource, status, &body));
+            return Err(status_error(resource, status, &body, &answers.redactor));
         }
         let head: PageHead =
             serde_json::from_slice(&body).map_err(|e| json_error(resource, status, e))?;
@@ -474,42 +502,77 @@ fn json_error(resource: &Resource, status: StatusCode, source: serde_json::Error
     }
 }
 
-/// Sends one request and reads the whole body, all within `timeout`.
+/// Sends one request and reads the whole body (up to the cap), all within the timeout.
 async fn fetch(
     client: &kube::Client,
     request: http::Request<Vec<u8>>,
     label: &str,
-    timeout: Duration,
+    answers: &Answers,
 ) -> Result<(StatusCode, bytes::Bytes), ReadError> {
-    let exchange =
-        async {
-            let response = client
-                .send(request.map(Body::from))
-                .await
-                .map_err(|source| ReadError::Transport {
-                    resource: label.to_string(),
-                    source,
-                })?;
-            let status = response.status();
-            let body = response.into_body().collect().await.map_err(|source| {
-                ReadError::TruncatedBody {
+    let exchange = async {
+        let response = client
+            .send(request.map(Body::from))
+            .await
+            .map_err(|source| ReadError::Transport {
+                resource: label.to_string(),
+                source,
+            })?;
+        let status = response.status();
+        let body = read_capped(response.into_body(), answers.max_body_bytes)
+            .await
+            .map_err(|failure| match failure {
+                BodyFailure::TooLarge => ReadError::BodyTooLarge {
                     resource: label.to_string(),
                     status: status.as_u16(),
-                    source: source.into(),
-                }
+                    cap: answers.max_body_bytes,
+                },
+                BodyFailure::Broken(source) => ReadError::TruncatedBody {
+                    resource: label.to_string(),
+                    status: status.as_u16(),
+                    source,
+                },
             })?;
-            Ok((status, body.to_bytes()))
-        };
-    match tokio::time::timeout(timeout, exchange).await {
+        Ok((status, body))
+    };
+    match tokio::time::timeout(answers.timeout, exchange).await {
         Ok(result) => result,
         Err(_) => Err(ReadError::Timeout {
             resource: label.to_string(),
-            timeout,
+            timeout: answers.timeout,
         }),
     }
 }
 
-fn status_error(resource: &Resource, status: StatusCode, body: &[u8]) -> ReadError {
+/// Why a body could not be read whole.
+#[derive(Debug)]
+enum BodyFailure {
+    /// It is longer than the cap (announced or actually).
+    TooLarge,
+    /// The stream broke off.
+    Broken(Box<dyn std::error::Error + Send + Sync>),
+}
+
+/// Reads a body of at most `cap` bytes: one announcing a longer length fails at once, an
+/// endless one after `cap` bytes.
+async fn read_capped<B>(body: B, cap: u64) -> Result<bytes::Bytes, BodyFailure>
+where
+    B: hyper::body::Body<Data = bytes::Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let limit = usize::try_from(cap).unwrap_or(usize::MAX);
+    match Limited::new(body, limit).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.is::<LengthLimitError>() => Err(BodyFailure::TooLarge),
+        Err(error) => Err(BodyFailure::Broken(error)),
+    }
+}
+
+fn status_error(
+    resource: &Resource,
+    status: StatusCode,
+    body: &[u8],
+    redactor: &redaction::Redactor,
+) -> ReadError {
     let label = resource.label.clone();
     if status == StatusCode::GONE && !matches!(resource.role, Role::Template { .. }) {
         return ReadError::ListExpired { resource: label };
@@ -535,23 +598,32 @@ fn status_error(resource: &Resource, status: StatusCode, body: &[u8]) -> ReadErr
     ReadError::Status {
         resource: label,
         status: status.as_u16(),
-        message: status_message(status, body),
+        message: status_message(status, body, redactor),
     }
 }
 
-/// The reason phrase plus the API `Status.message` (or the start of a non-Status body), on one
-/// line and at most 300 characters.
-fn status_message(status: StatusCode, body: &[u8]) -> String {
+/// How many characters of an answer's message an error keeps.
+const MESSAGE_CHARS: usize = 300;
+/// How much of a non-`Status` body is looked at for the message (redaction needs the text
+/// around the cut, so a little more than is kept).
+const MESSAGE_SOURCE_BYTES: usize = 64 * 1024;
+
+/// The reason phrase plus the API `Status.message` (or the start of a non-Status body): redacted,
+/// then on one line and at most 300 characters.
+fn status_message(status: StatusCode, body: &[u8], redactor: &redaction::Redactor) -> String {
     let reason = status.canonical_reason().unwrap_or("");
     let detail = serde_json::from_slice::<Value>(body)
         .ok()
         .and_then(|v| v.get("message").and_then(Value::as_str).map(str::to_string))
-        .unwrap_or_else(|| String::from_utf8_lossy(body).into_owned());
-    let detail: String = detail
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .take(300)
-        .collect();
+        .unwrap_or_else(|| {
+            String::from_utf8_lossy(&body[..body.len().min(MESSAGE_SOURCE_BYTES)]).into_owned()
+        });
+    let detail = redactor.redact(&detail);
+    let mut chars = detail.chars().map(|c| if c.is_control() { ' ' } else { c });
+    let mut detail: String = chars.by_ref().take(MESSAGE_CHARS).collect();
+    if chars.next().is_some() {
+        detail.push('…');
+    }
     let detail = detail.trim();
     match (reason.is_empty(), detail.is_empty()) {
         (_, true) => reason.to_string(),
@@ -576,18 +648,81 @@ mod tests {
     #[test]
     fn status_message_prefers_the_api_message() {
         let body = br#"{"kind":"Status","message":"deployments.apps is forbidden"}"#;
+        let none = redaction::Redactor::new();
         assert_eq!(
-            status_message(StatusCode::FORBIDDEN, body),
+            status_message(StatusCode::FORBIDDEN, body, &none),
             "Forbidden: deployments.apps is forbidden"
         );
         assert_eq!(
-            status_message(StatusCode::BAD_GATEWAY, b"<html>\nbad\n</html>"),
+            status_message(StatusCode::BAD_GATEWAY, b"<html>\nbad\n</html>", &none),
             "Bad Gateway: <html> bad </html>"
         );
         assert_eq!(
-            status_message(StatusCode::INTERNAL_SERVER_ERROR, b""),
+            status_message(StatusCode::INTERNAL_SERVER_ERROR, b"", &none),
             "Internal Server Error"
         );
+    }
+
+    /// A body that never ends and announces no length.
+    struct Endless;
+
+    impl hyper::body::Body for Endless {
+        type Data = bytes::Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<Option<Result<hyper::body::Frame<bytes::Bytes>, Self::Error>>>
+        {
+            let chunk = bytes::Bytes::from_static(&[b' '; 4096]);
+            std::task::Poll::Ready(Some(Ok(hyper::body::Frame::data(chunk))))
+        }
+    }
+
+    #[tokio::test]
+    async fn an_endless_body_stops_at_the_cap() {
+        let failure = read_capped(Endless, 1 << 20).await.unwrap_err();
+        assert!(matches!(failure, BodyFailure::TooLarge), "{failure:?}");
+        let full = http_body_util::Full::new(bytes::Bytes::from_static(b"{}"));
+        assert_eq!(read_capped(full, 2).await.unwrap(), "{}");
+    }
+
+    #[test]
+    fn a_message_is_redacted_before_it_is_cut() {
+        let mut redactor = redaction::Redactor::new();
+        redactor.add_secret("tok-0123456789-abcdef");
+        let padding = "x".repeat(290);
+        let body = format!("{padding} Bearer tok-0123456789-abcdef");
+        let message = status_message(StatusCode::UNAUTHORIZED, body.as_bytes(), &redactor);
+        assert!(!message.contains("tok-01"), "{message}");
+        assert!(message.ends_with('…'), "{message}");
+    }
+
+    fn resource() -> Resource {
+        let spec = ReadSpec::for_constraint_kinds(["K8sRequiredLabels"]);
+        resources(&spec).remove(0)
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig { cases: 512, ..Default::default() })]
+
+        #[test]
+        fn classifying_any_answer_never_panics(
+            status in 100u16..1000,
+            body in proptest::collection::vec(proptest::prelude::any::<u8>(), 0..2000),
+            json in "[\\[\\]{}:,\"a-z0-9 ]{0,300}",
+        ) {
+            let status = StatusCode::from_u16(status).unwrap();
+            let mut redactor = redaction::Redactor::new();
+            redactor.add_secret("fake-sa-token-0123456789");
+            for body in [body.as_slice(), json.as_bytes()] {
+                let message = status_message(status, body, &redactor);
+                proptest::prop_assert!(message.chars().count() <= MESSAGE_CHARS + 40);
+                let _ = status_error(&resource(), status, body, &redactor).to_string();
+                let _ = parse_page(&resource(), status, body);
+            }
+        }
     }
 
     #[test]

@@ -8,21 +8,32 @@
 //! `apiVersion`/`kind` take them from a typed list). Every object must be a ConstraintTemplate, a
 //! Constraint, a Namespace or a workload; anything else is an error naming the file.
 //!
+//! Reading is bounded ([`SnapshotLimits`]): every file or tarball member is read through
+//! `bounded-input` (regular files only, so a FIFO or a symlink to `/dev/zero` is refused at once),
+//! each under a per-file cap and all of them under a total cap; a tarball's decompressed stream
+//! (skipped members included) counts against the total too, so a decompression bomb stops at the
+//! cap. Walks stop at a depth and an entry count. YAML nesting is checked before the parser sees
+//! a document. Errors name the file (control characters in names escaped) and the cap, and never
+//! quote the content.
+//!
 //! [`save_snapshot`] writes one `kind: List` JSON file per part (`snapshot/constrainttemplates.json`,
 //! `snapshot/constraints.json`, `snapshot/namespaces.json`, `snapshot/workloads.json`), each item
 //! the object exactly as the run held it ([`crate::model::RawObject`]), in a deterministic tarball
-//! (sorted entries, mode 0644, mtime 0). Extracted, it is a snapshot directory too.
+//! (sorted entries, mode 0644, mtime 0). Extracted, it is a snapshot directory too. It never
+//! writes through a symlink: the tarball is written next to the target and renamed over it.
 
-use std::io::{Read, Write};
+mod archive;
+mod save;
+
 use std::path::{Path, PathBuf};
 
-use flate2::Compression;
-use flate2::read::GzDecoder;
-use flate2::write::GzEncoder;
+use bounded_input::{Budget, NestingError, YAML_MAX_DEPTH};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::model::{ClusterState, ModelError, RawObject, classify, normalize};
+use crate::model::{ClusterState, ModelError, classify, normalize};
+
+pub use save::save_snapshot;
 
 /// Errors while reading or writing a snapshot. Every text names the file (and document).
 #[derive(Debug, thiserror::Error)]
@@ -38,6 +49,41 @@ pub enum SnapshotError {
         #[source]
         source: std::io::Error,
     },
+    /// A file or member could not be read: missing, not a regular file, over a cap.
+    #[error(transparent)]
+    Read(#[from] bounded_input::ReadError),
+    /// A tarball decompresses to more than the total cap.
+    #[error("{}: decompressed content is larger than the {} total cap", path.display(), bounded_input::format_size(*.cap))]
+    DecompressedTooLarge {
+        /// The tarball.
+        path: PathBuf,
+        /// The total cap, in bytes.
+        cap: u64,
+    },
+    /// A `.tar.gz` that is not gzip-compressed, or whose compressed stream is corrupt.
+    #[error("{}: is not a valid gzip file ({what})", path.display())]
+    NotGzip {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, in fixed words.
+        what: &'static str,
+    },
+    /// A gzip stream that does not hold a tar archive.
+    #[error("{}: is not a tar archive ({what})", path.display())]
+    NotTar {
+        /// The file.
+        path: PathBuf,
+        /// What is wrong, in fixed words.
+        what: &'static str,
+    },
+    /// A directory walk went deeper or wider than the limits.
+    #[error("{}: {what}", path.display())]
+    TooMany {
+        /// The directory.
+        path: PathBuf,
+        /// Which limit, e.g. `more than 16 directory levels`.
+        what: String,
+    },
     /// A YAML document does not parse.
     #[error("{location}: invalid YAML")]
     Yaml {
@@ -46,6 +92,15 @@ pub enum SnapshotError {
         /// The parse error.
         #[source]
         source: serde_yaml::Error,
+    },
+    /// A YAML file nests deeper than the parser is allowed to go.
+    #[error("{location}: invalid YAML")]
+    YamlNesting {
+        /// File (and tarball member).
+        location: String,
+        /// How deep, and where.
+        #[source]
+        source: NestingError,
     },
     /// A JSON document does not parse.
     #[error("{location}: invalid JSON")]
@@ -82,27 +137,87 @@ pub enum SnapshotError {
         /// The path.
         path: PathBuf,
     },
+    /// `save_snapshot` was pointed at a symlink (or a directory).
+    #[error("{}: {what}; refusing to write there", path.display())]
+    NotAFileTarget {
+        /// The path.
+        path: PathBuf,
+        /// `is a symlink` or `is a directory`.
+        what: &'static str,
+    },
 }
 
-/// Reads a snapshot (directory, file or tarball) into the model, unfiltered; apply
-/// [`ClusterState::restrict_to`] to keep what a run's configuration selects.
+/// How much a snapshot may hold. The defaults fit a saved snapshot of a large cluster (a
+/// 25,000-workload snapshot is about 30 MiB decompressed) with room to spare, and keep memory
+/// bounded whatever the input.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SnapshotLimits {
+    /// The largest single file or tarball member (default 256 MiB).
+    pub per_file: u64,
+    /// The largest total: every file read, or a tarball's whole decompressed stream (default
+    /// 512 MiB). A compressed tarball larger than this is refused too.
+    pub total: u64,
+    /// The deepest directory level walked (default 16).
+    pub max_depth: usize,
+    /// The most directory entries looked at (default 1,000,000).
+    pub max_entries: usize,
+}
+
+impl Default for SnapshotLimits {
+    fn default() -> Self {
+        SnapshotLimits {
+            per_file: 256 << 20,
+            total: 512 << 20,
+            max_depth: 16,
+            max_entries: 1_000_000,
+        }
+    }
+}
+
+/// Reads a snapshot (directory, file or tarball) into the model, unfiltered, within the default
+/// [`SnapshotLimits`]; apply [`ClusterState::restrict_to`] to keep what a run's configuration
+/// selects.
 pub fn read_snapshot(path: &Path) -> Result<ClusterState, SnapshotError> {
+    read_snapshot_with(path, &SnapshotLimits::default())
+}
+
+/// [`read_snapshot`] within `limits`.
+pub fn read_snapshot_with(
+    path: &Path,
+    limits: &SnapshotLimits,
+) -> Result<ClusterState, SnapshotError> {
     let mut state = ClusterState::default();
     let meta = std::fs::metadata(path).map_err(io("reading", path))?;
     let text_name = path.to_string_lossy().to_ascii_lowercase();
     if meta.is_dir() {
         let mut files = Vec::new();
-        walk(path, &mut files)?;
+        let mut walk = Walk {
+            limits,
+            root: path,
+            entries: 0,
+        };
+        walk.dir(path, 0, &mut files)?;
         files.sort();
+        let mut budget = Budget::new(limits.total);
         for file in files {
-            let text = std::fs::read_to_string(&file).map_err(io("reading", &file))?;
-            add_text(&mut state, &file.display().to_string(), &file, &text)?;
+            let text = read_counted(&file, limits, &mut budget)?;
+            add_text(
+                &mut state,
+                &printable(&file.display().to_string()),
+                &file,
+                &text,
+            )?;
         }
     } else if text_name.ends_with(".tar.gz") || text_name.ends_with(".tgz") {
-        read_tarball(&mut state, path)?;
+        archive::read_tarball(&mut state, path, limits)?;
     } else if is_object_file(path) {
-        let text = std::fs::read_to_string(path).map_err(io("reading", path))?;
-        add_text(&mut state, &path.display().to_string(), path, &text)?;
+        let text = read_counted(path, limits, &mut Budget::new(limits.total))?;
+        add_text(
+            &mut state,
+            &printable(&path.display().to_string()),
+            path,
+            &text,
+        )?;
     } else {
         return Err(SnapshotError::NotASnapshot {
             path: path.to_path_buf(),
@@ -115,11 +230,22 @@ pub fn read_snapshot(path: &Path) -> Result<ClusterState, SnapshotError> {
     Ok(state)
 }
 
+/// Reads one file under the per-file cap and takes its size from the total budget.
+fn read_counted(
+    path: &Path,
+    limits: &SnapshotLimits,
+    budget: &mut Budget,
+) -> Result<String, SnapshotError> {
+    let text = bounded_input::read_file_to_string(path, limits.per_file)?;
+    budget.take(text.len() as u64, &path.display().to_string())?;
+    Ok(text)
+}
+
 /// Parses snapshot text (YAML documents, a JSON stream, lists) into the model, unfiltered.
 /// `name` decides the format (`.json` = JSON, anything else = YAML) and names errors.
 pub fn read_snapshot_text(name: &str, text: &str) -> Result<ClusterState, SnapshotError> {
     let mut state = ClusterState::default();
-    add_text(&mut state, name, Path::new(name), text)?;
+    add_text(&mut state, &printable(name), Path::new(name), text)?;
     state.finish().map_err(|source| SnapshotError::State {
         path: PathBuf::from(name),
         source,
@@ -133,41 +259,66 @@ fn is_object_file(path: &Path) -> bool {
         .is_some_and(|e| matches!(e.to_ascii_lowercase().as_str(), "yaml" | "yml" | "json"))
 }
 
-fn walk(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), SnapshotError> {
-    for entry in std::fs::read_dir(dir).map_err(io("reading", dir))? {
-        let entry = entry.map_err(io("reading", dir))?;
-        let path = entry.path();
-        let file_type = entry.file_type().map_err(io("reading", &path))?;
-        if file_type.is_dir() {
-            walk(&path, out)?;
-        } else if is_object_file(&path) {
-            out.push(path);
-        }
-    }
-    Ok(())
+/// A bounded recursive walk of a snapshot directory (symlinks are not followed into).
+struct Walk<'a> {
+    limits: &'a SnapshotLimits,
+    root: &'a Path,
+    entries: usize,
 }
 
-fn read_tarball(state: &mut ClusterState, path: &Path) -> Result<(), SnapshotError> {
-    let file = std::fs::File::open(path).map_err(io("opening", path))?;
-    let mut archive = tar::Archive::new(GzDecoder::new(std::io::BufReader::new(file)));
-    let entries = archive.entries().map_err(io("reading", path))?;
-    for entry in entries {
-        let mut entry = entry.map_err(io("reading", path))?;
-        if !entry.header().entry_type().is_file() {
-            continue;
+impl Walk<'_> {
+    fn dir(
+        &mut self,
+        dir: &Path,
+        depth: usize,
+        out: &mut Vec<PathBuf>,
+    ) -> Result<(), SnapshotError> {
+        if depth > self.limits.max_depth {
+            return Err(self.too_many(format!(
+                "more than {} directory levels",
+                self.limits.max_depth
+            )));
         }
-        let member = entry.path().map_err(io("reading", path))?.into_owned();
-        if !is_object_file(&member) {
-            continue;
+        for entry in std::fs::read_dir(dir).map_err(io("reading", dir))? {
+            let entry = entry.map_err(io("reading", dir))?;
+            self.entries += 1;
+            if self.entries > self.limits.max_entries {
+                return Err(self.too_many(format!(
+                    "more than {} directory entries",
+                    self.limits.max_entries
+                )));
+            }
+            let path = entry.path();
+            let file_type = entry.file_type().map_err(io("reading", &path))?;
+            if file_type.is_dir() {
+                self.dir(&path, depth + 1, out)?;
+            } else if is_object_file(&path) {
+                out.push(path);
+            }
         }
-        let mut text = String::new();
-        entry
-            .read_to_string(&mut text)
-            .map_err(io("reading", path))?;
-        let location = format!("{}:{}", path.display(), member.display());
-        add_text(state, &location, &member, &text)?;
+        Ok(())
     }
-    Ok(())
+
+    fn too_many(&self, what: String) -> SnapshotError {
+        SnapshotError::TooMany {
+            path: self.root.to_path_buf(),
+            what,
+        }
+    }
+}
+
+/// `text` with control characters written as `\u{1b}`, so a file or member name cannot move
+/// the cursor, clear a terminal or forge log lines.
+pub(crate) fn printable(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c.is_control() {
+            out.push_str(&format!("\\u{{{:x}}}", u32::from(c)));
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn add_text(
@@ -189,6 +340,12 @@ fn add_text(
             })?);
         }
     } else {
+        bounded_input::check_yaml_nesting(text, YAML_MAX_DEPTH).map_err(|source| {
+            SnapshotError::YamlNesting {
+                location: location.to_string(),
+                source,
+            }
+        })?;
         for document in serde_yaml::Deserializer::from_str(text) {
             let value = Value::deserialize(document).map_err(|source| SnapshotError::Yaml {
                 location: location.to_string(),
@@ -248,97 +405,22 @@ fn expand(document: Value) -> Vec<Value> {
     }
 }
 
-/// Writes `state` as a deterministic `.tar.gz` (see the module documentation).
-pub fn save_snapshot(state: &ClusterState, file: &Path) -> Result<(), SnapshotError> {
-    let out = std::fs::File::create(file).map_err(io("creating", file))?;
-    let encoder = GzEncoder::new(std::io::BufWriter::new(out), Compression::default());
-    let mut builder = tar::Builder::new(encoder);
-    let parts: [(&str, Vec<&RawObject>); 4] = [
-        (
-            "snapshot/constraints.json",
-            state.constraints.iter().map(|c| &c.raw).collect(),
-        ),
-        (
-            "snapshot/constrainttemplates.json",
-            state.templates.iter().map(|t| &t.raw).collect(),
-        ),
-        (
-            "snapshot/namespaces.json",
-            state.namespaces.iter().map(|n| &n.raw).collect(),
-        ),
-        (
-            "snapshot/workloads.json",
-            state.workloads.iter().map(|w| &w.raw).collect(),
-        ),
-    ];
-    for (member, raws) in &parts {
-        let mut pieces: Vec<&[u8]> = Vec::with_capacity(raws.len() * 2 + 2);
-        pieces.push(b"{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[\n");
-        for (i, raw) in raws.iter().enumerate() {
-            if i > 0 {
-                pieces.push(b",\n");
-            }
-            pieces.push(raw.as_str().as_bytes());
-        }
-        pieces.push(b"\n]}\n");
-        let size: usize = pieces.iter().map(|p| p.len()).sum();
-        let mut header = tar::Header::new_gnu();
-        header.set_size(size as u64);
-        header.set_mode(0o644);
-        header.set_mtime(0);
-        header.set_uid(0);
-        header.set_gid(0);
-        header.set_entry_type(tar::EntryType::Regular);
-        builder
-            .append_data(&mut header, member, Pieces::new(pieces))
-            .map_err(io("writing", file))?;
-    }
-    let encoder = builder.into_inner().map_err(io("writing", file))?;
-    let mut writer = encoder.finish().map_err(io("writing", file))?;
-    writer.flush().map_err(io("writing", file))?;
-    Ok(())
-}
-
-/// A reader over borrowed byte slices, so a large part is never copied into one buffer.
-struct Pieces<'a> {
-    pieces: Vec<&'a [u8]>,
-    index: usize,
-    offset: usize,
-}
-
-impl<'a> Pieces<'a> {
-    fn new(pieces: Vec<&'a [u8]>) -> Pieces<'a> {
-        Pieces {
-            pieces,
-            index: 0,
-            offset: 0,
-        }
-    }
-}
-
-impl Read for Pieces<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while let Some(piece) = self.pieces.get(self.index) {
-            let rest = &piece[self.offset..];
-            if rest.is_empty() {
-                self.index += 1;
-                self.offset = 0;
-                continue;
-            }
-            let n = rest.len().min(buf.len());
-            buf[..n].copy_from_slice(&rest[..n]);
-            self.offset += n;
-            return Ok(n);
-        }
-        Ok(0)
-    }
-}
-
 fn io(action: &'static str, path: &Path) -> impl FnOnce(std::io::Error) -> SnapshotError {
     let path = path.to_path_buf();
     move |source| SnapshotError::Io {
         action,
         path,
         source,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::printable;
+
+    #[test]
+    fn control_characters_are_escaped() {
+        assert_eq!(printable("a\x1b[2Jb\n.yaml"), "a\\u{1b}[2Jb\\u{a}.yaml");
+        assert_eq!(printable("ünïcode.yaml"), "ünïcode.yaml");
     }
 }

@@ -1,16 +1,21 @@
 //! The report's configuration file (YAML) and the environment it reads, validated up front.
 //!
-//! [`Config::from_yaml`] parses and validates the file; every error names the key it is about
-//! (`teams[1].namespaces[0]`, `audit.tolerance.relative`, ...). [`Settings::from_env`] reads the
+//! [`Config::load`] reads the file (a regular file of at most [`MAX_CONFIG_BYTES`], through
+//! `bounded-input`); [`Config::from_yaml`] checks its YAML nesting before the parser sees it, then
+//! parses and validates it; every error names the key it is about (`teams[1].namespaces[0]`,
+//! `audit.tolerance.relative`, ...). Durations are validated at this edge, with a maximum per key,
+//! so nothing downstream adds an absurd duration to a clock. [`Settings::from_env`] reads the
 //! environment through an injectable lookup, so tests never touch the process environment.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
+use std::path::Path;
 use std::time::Duration;
 
+use bounded_input::{NestingError, YAML_MAX_DEPTH};
 use regex::Regex;
-use report_sinks::LokiAuth;
-use secrecy::SecretString;
+use report_sinks::{LokiAuth, Redactor};
+use secrecy::{ExposeSecret, SecretString};
 use serde::Deserialize;
 use team_routing::{Routes, RoutingError, TeamSpec};
 
@@ -32,12 +37,29 @@ pub const KNOWN_WORKLOAD_KINDS: &[&str] = &[
     "CronJob",
 ];
 
+/// The largest config file read.
+pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
+
+/// The longest `timeouts.*` value: a run happens once a day.
+pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
+
+/// The longest `audit.freshAfter`.
+pub const MAX_FRESH_AFTER: Duration = Duration::from_secs(365 * 24 * 3600);
+
 /// A configuration error; the message names the key.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
-    /// The file is not valid YAML for the config schema (serde names the key and line).
+    /// The file could not be read (missing, not a regular file, over the cap, not UTF-8). The
+    /// text says what, not which file: callers name the file once.
+    #[error("config: {}", .0.kind)]
+    Read(bounded_input::ReadError),
+    /// The file nests deeper than the YAML parser may go (checked before it parses).
     #[error("config: {0}")]
-    Parse(#[source] serde_yaml::Error),
+    Nesting(NestingError),
+    /// The file is not valid YAML for the config schema (serde names the key and line). The
+    /// serde error is part of the text, not a separate cause, so it is printed once.
+    #[error("config: {0}")]
+    Parse(serde_yaml::Error),
     /// A value is present but invalid.
     #[error("config: {key}: {message}")]
     Invalid {
@@ -294,18 +316,63 @@ struct RawTimeouts {
     engine: Option<String>,
 }
 
-/// Parses a duration written as `<n>s`, `<n>m` or `<n>h` (`<n>` a non-negative integer).
+/// Parses a duration written as `<n>s`, `<n>m` or `<n>h` (`<n>` ASCII digits, surrounding
+/// whitespace ignored). `None` for anything else, including a number of seconds too large for
+/// a `Duration` or a non-ASCII unit (`10ｍ`).
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
-    let (number, unit) = text.split_at(text.len().checked_sub(1)?);
-    let n: u64 = number.parse().ok()?;
-    let seconds = match unit {
-        "s" => n,
-        "m" => n.checked_mul(60)?,
-        "h" => n.checked_mul(3600)?,
+    let unit_seconds: u64 = match text.as_bytes().last()? {
+        b's' => 1,
+        b'm' => 60,
+        b'h' => 3600,
         _ => return None,
     };
-    Some(Duration::from_secs(seconds))
+    let number = &text[..text.len() - 1];
+    if number.is_empty() || !number.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    let n: u64 = number.parse().ok()?;
+    Some(Duration::from_secs(n.checked_mul(unit_seconds)?))
+}
+
+/// A duration key: absent gives `default`; present must parse, be positive unless `allow_zero`,
+/// and be at most `max`.
+fn duration_key(
+    key: &str,
+    text: Option<String>,
+    default: Duration,
+    max: Duration,
+    allow_zero: bool,
+) -> Result<Duration, ConfigError> {
+    let Some(text) = text else {
+        return Ok(default);
+    };
+    let duration = parse_duration(&text).ok_or_else(|| {
+        invalid(
+            key,
+            format!("{text:?} is not a duration like 30s, 10m or 1h"),
+        )
+    })?;
+    if duration.is_zero() && !allow_zero {
+        return Err(invalid(key, format!("{text:?} must be longer than 0s")));
+    }
+    if duration > max {
+        return Err(invalid(
+            key,
+            format!("{text:?} is longer than the maximum {}", humanize(max)),
+        ));
+    }
+    Ok(duration)
+}
+
+/// `86400s` as `24h`, `600s` as `10m`.
+fn humanize(duration: Duration) -> String {
+    let secs = duration.as_secs();
+    match secs {
+        s if s % 3600 == 0 => format!("{}h", s / 3600),
+        s if s % 60 == 0 => format!("{}m", s / 60),
+        s => format!("{s}s"),
+    }
 }
 
 fn check_http_url(key: &str, value: &str) -> Result<(), ConfigError> {
@@ -360,26 +427,19 @@ fn routing_error(teams: &[TeamConfig], error: RoutingError) -> ConfigError {
     invalid(key, message)
 }
 
-fn positive_duration(
-    key: &str,
-    text: Option<String>,
-    default: Duration,
-) -> Result<Duration, ConfigError> {
-    match text {
-        None => Ok(default),
-        Some(text) => match parse_duration(&text) {
-            Some(d) if !d.is_zero() => Ok(d),
-            _ => Err(invalid(
-                key,
-                format!("{text:?} is not a duration like 30s, 10m or 1h"),
-            )),
-        },
-    }
-}
-
 impl Config {
-    /// Parses and validates a config file's text.
+    /// Reads and validates the config file at `path` (a regular file of at most
+    /// [`MAX_CONFIG_BYTES`]; a FIFO or a device is refused at once).
+    pub fn load(path: &Path) -> Result<Config, ConfigError> {
+        let text = bounded_input::read_file_to_string(path, MAX_CONFIG_BYTES)
+            .map_err(ConfigError::Read)?;
+        Config::from_yaml(&text)
+    }
+
+    /// Parses and validates a config file's text; nesting deeper than serde_yaml's own limit is
+    /// refused before the parser sees it.
     pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
+        bounded_input::check_yaml_nesting(text, YAML_MAX_DEPTH).map_err(ConfigError::Nesting)?;
         let raw: RawConfig = serde_yaml::from_str(text).map_err(ConfigError::Parse)?;
         Config::validate(raw)
     }
@@ -541,15 +601,13 @@ impl Config {
                 fresh_after: None,
                 tolerance: None,
             });
-            let fresh_after = match raw_audit.fresh_after {
-                None => Duration::from_secs(600),
-                Some(text) => parse_duration(&text).ok_or_else(|| {
-                    invalid(
-                        "audit.freshAfter",
-                        format!("{text:?} is not a duration like 30s, 10m or 1h"),
-                    )
-                })?,
-            };
+            let fresh_after = duration_key(
+                "audit.freshAfter",
+                raw_audit.fresh_after,
+                Duration::from_secs(600),
+                MAX_FRESH_AFTER,
+                true,
+            )?;
             let tolerance = raw_audit.tolerance.unwrap_or(RawTolerance {
                 absolute: None,
                 relative: None,
@@ -618,14 +676,11 @@ impl Config {
                 post: None,
                 engine: None,
             });
+            let timeout = |key, text, default| duration_key(key, text, default, MAX_TIMEOUT, false);
             Timeouts {
-                api: positive_duration("timeouts.api", raw_t.api, Duration::from_secs(30))?,
-                post: positive_duration("timeouts.post", raw_t.post, Duration::from_secs(10))?,
-                engine: positive_duration(
-                    "timeouts.engine",
-                    raw_t.engine,
-                    Duration::from_secs(600),
-                )?,
+                api: timeout("timeouts.api", raw_t.api, Duration::from_secs(30))?,
+                post: timeout("timeouts.post", raw_t.post, Duration::from_secs(10))?,
+                engine: timeout("timeouts.engine", raw_t.engine, Duration::from_secs(600))?,
             }
         };
         Ok(Config {
@@ -684,6 +739,9 @@ pub struct Settings {
     pub loki_auth: Option<LokiAuth>,
     /// Each postable team's webhook value as found (`None` when the variable is unset or empty).
     pub webhooks: BTreeMap<String, Option<SecretString>>,
+    /// Credentials of the cluster connection (the kube token), added by the live run once the
+    /// source is known, so that [`Settings::redactor`] knows them too.
+    pub cluster_credentials: Redactor,
 }
 
 /// An invalid environment value.
@@ -709,7 +767,48 @@ fn env_bool(name: &str, value: Option<String>) -> Result<Option<bool>, EnvError>
     }
 }
 
+/// A secret as read from the environment: a trailing line break (`\n` or `\r\n`, as a Secret
+/// made with `kubectl create secret --from-file` carries) is dropped, since no URL, header or
+/// token can end in one; any other control character is an error naming the variable, which says
+/// nothing about the value. Empty is absent.
+fn secret_var(
+    name: &str,
+    lookup: &dyn Fn(&str) -> Option<String>,
+) -> Result<Option<String>, EnvError> {
+    let Some(value) = lookup(name) else {
+        return Ok(None);
+    };
+    let value = value.trim_end_matches(['\n', '\r']);
+    if value.chars().any(char::is_control) {
+        return Err(EnvError {
+            name: name.into(),
+            message: "contains a control character (only a trailing line break is dropped)".into(),
+        });
+    }
+    Ok((!value.is_empty()).then(|| value.to_string()))
+}
+
 impl Settings {
+    /// A redactor that knows every secret of this run: the webhook URLs, the Loki credentials
+    /// (user info of the Loki URL included) and the cluster's credentials.
+    pub fn redactor(&self) -> Redactor {
+        let mut redactor = self.cluster_credentials.clone();
+        for webhook in self.webhooks.values().flatten() {
+            redactor.add_url(webhook.expose_secret());
+        }
+        match &self.loki_auth {
+            Some(LokiAuth::Basic { username, password }) => {
+                redactor.add_basic(username, password.expose_secret());
+            }
+            Some(LokiAuth::Bearer(token)) => redactor.add_secret(token.expose_secret()),
+            None => {}
+        }
+        if let Some(url) = &self.loki_url {
+            redactor.add_url_credentials(url);
+        }
+        redactor
+    }
+
     /// Reads the environment through `lookup` (the binary passes `std::env::var`). `dry_run_flag`
     /// is `--dry-run`; it and `DRY_RUN=true` both turn the dry run on.
     pub fn from_env(
@@ -720,7 +819,7 @@ impl Settings {
         let dry_run = dry_run_flag || env_bool("DRY_RUN", lookup("DRY_RUN"))?.unwrap_or(false);
         let post_when_clean = env_bool("POST_WHEN_CLEAN", lookup("POST_WHEN_CLEAN"))?
             .unwrap_or(config.post_when_clean);
-        let loki_url = match lookup("LOKI_URL").filter(|v| !v.trim().is_empty()) {
+        let loki_url = match secret_var("LOKI_URL", lookup)?.filter(|v| !v.trim().is_empty()) {
             Some(url) => {
                 check_http_url("LOKI_URL", &url).map_err(|_| EnvError {
                     name: "LOKI_URL".into(),
@@ -730,11 +829,10 @@ impl Settings {
             }
             None => config.loki.url.clone(),
         };
-        let non_empty = |name: &str| lookup(name).filter(|v| !v.is_empty());
         let loki_auth = match (
-            non_empty("LOKI_USERNAME"),
-            non_empty("LOKI_PASSWORD"),
-            non_empty("LOKI_TOKEN"),
+            secret_var("LOKI_USERNAME", lookup)?,
+            secret_var("LOKI_PASSWORD", lookup)?,
+            secret_var("LOKI_TOKEN", lookup)?,
         ) {
             (Some(username), Some(password), None) => Some(LokiAuth::Basic {
                 username,
@@ -756,22 +854,18 @@ impl Settings {
                 });
             }
         };
-        let webhooks = config
-            .postable_teams()
-            .into_iter()
-            .map(|team| {
-                let value = lookup(&webhook_env_var(&team))
-                    .filter(|v| !v.is_empty())
-                    .map(SecretString::from);
-                (team, value)
-            })
-            .collect();
+        let mut webhooks = BTreeMap::new();
+        for team in config.postable_teams() {
+            let value = secret_var(&webhook_env_var(&team), lookup)?.map(SecretString::from);
+            webhooks.insert(team, value);
+        }
         Ok(Settings {
             dry_run,
             post_when_clean,
             loki_url,
             loki_auth,
             webhooks,
+            cluster_credentials: Redactor::new(),
         })
     }
 }
@@ -959,6 +1053,135 @@ mod tests {
                 .unwrap_err()
                 .to_string(),
             "environment: DRY_RUN: \"maybe\" is not true or false"
+        );
+    }
+
+    #[test]
+    fn secrets_from_the_env_lose_a_trailing_line_break_only() {
+        let config = Config::from_yaml(MINIMAL).unwrap();
+        let env = |name: &str| match name {
+            "LOKI_URL" => Some("http://loki:3100\n".to_string()),
+            "LOKI_TOKEN" => Some("glc_token\r\n".to_string()),
+            "INFRA_WEBHOOK" => Some("https://hooks.example/services/T/B/x\n".to_string()),
+            _ => None,
+        };
+        let settings = Settings::from_env(&config, false, &env).unwrap();
+        assert_eq!(settings.loki_url.as_deref(), Some("http://loki:3100"));
+        assert!(
+            matches!(&settings.loki_auth, Some(LokiAuth::Bearer(t)) if t.expose_secret() == "glc_token")
+        );
+        assert_eq!(
+            settings.webhooks["infra"].as_ref().unwrap().expose_secret(),
+            "https://hooks.example/services/T/B/x"
+        );
+        let bad = |name: &str| (name == "LOKI_TOKEN").then(|| "glc\u{7}token-secret".to_string());
+        let error = Settings::from_env(&config, false, &bad)
+            .unwrap_err()
+            .to_string();
+        assert_eq!(
+            error,
+            "environment: LOKI_TOKEN: contains a control character (only a trailing line break is dropped)"
+        );
+        assert!(!error.contains("secret"));
+    }
+
+    #[test]
+    fn the_redactor_knows_every_secret_of_the_settings() {
+        let config = Config::from_yaml(MINIMAL).unwrap();
+        let env = |name: &str| match name {
+            "LOKI_URL" => Some("https://tenant:url-pass-123@loki.example".to_string()),
+            "LOKI_USERNAME" => Some("loki-user".to_string()),
+            "LOKI_PASSWORD" => Some("loki-pass-456".to_string()),
+            "INFRA_WEBHOOK" => {
+                Some("https://hooks.example/services/T0/B0/hook-token-789".to_string())
+            }
+            _ => None,
+        };
+        let mut settings = Settings::from_env(&config, false, &env).unwrap();
+        settings.cluster_credentials.add_secret("kube-token-0ab");
+        let text = "url-pass-123 loki-pass-456 hook-token-789 KUBE-TOKEN-0AB";
+        assert_eq!(
+            settings.redactor().redact(text),
+            "[redacted] [redacted] [redacted] [redacted]"
+        );
+    }
+
+    #[test]
+    fn durations_are_validated_at_the_edge() {
+        let with = |timeouts: &str| {
+            Config::from_yaml(&format!("{MINIMAL}{timeouts}"))
+                .map(|c| (c.timeouts, c.audit.fresh_after))
+        };
+        for (text, expected) in [
+            (
+                "timeouts: {engine: 18446744073709551615s}\n",
+                "config: timeouts.engine: \"18446744073709551615s\" is longer than the maximum 24h",
+            ),
+            (
+                "timeouts: {engine: 18446744073709551616s}\n",
+                "config: timeouts.engine: \"18446744073709551616s\" is not a duration like 30s, 10m or 1h",
+            ),
+            (
+                "timeouts: {api: 10ｍ}\n",
+                "config: timeouts.api: \"10ｍ\" is not a duration like 30s, 10m or 1h",
+            ),
+            (
+                "timeouts: {post: 0s}\n",
+                "config: timeouts.post: \"0s\" must be longer than 0s",
+            ),
+            (
+                "timeouts: {post: 25h}\n",
+                "config: timeouts.post: \"25h\" is longer than the maximum 24h",
+            ),
+            (
+                "audit: {freshAfter: 9000h}\n",
+                "config: audit.freshAfter: \"9000h\" is longer than the maximum 8760h",
+            ),
+            (
+                "timeouts: {post: +5s}\n",
+                "config: timeouts.post: \"+5s\" is not a duration like 30s, 10m or 1h",
+            ),
+            (
+                "timeouts: {post: ｍ}\n",
+                "config: timeouts.post: \"ｍ\" is not a duration like 30s, 10m or 1h",
+            ),
+        ] {
+            assert_eq!(with(text).unwrap_err().to_string(), expected, "{text}");
+        }
+        let (timeouts, fresh) =
+            with("timeouts: {api: 24h, post: 1m, engine: 90s}\naudit: {freshAfter: 0s}\n").unwrap();
+        assert_eq!(timeouts.api, Duration::from_secs(86_400));
+        assert_eq!(timeouts.post, Duration::from_secs(60));
+        assert_eq!(timeouts.engine, Duration::from_secs(90));
+        assert_eq!(fresh, Duration::ZERO);
+    }
+
+    #[test]
+    fn a_serde_error_is_printed_once_in_a_chain() {
+        let error = Config::from_yaml(
+            "cluster: c\ndefaultTeam: infra\nteams: [{name: a}]\nconstraintKinds: [A]\n",
+        )
+        .unwrap_err();
+        assert!(std::error::Error::source(&error).is_none());
+        let text = error.to_string();
+        assert_eq!(text.matches("missing field").count(), 1, "{text}");
+    }
+
+    #[test]
+    fn deep_yaml_is_refused_before_parsing() {
+        let text = format!("{MINIMAL}x: {}{}\n", "[".repeat(50_000), "]".repeat(50_000));
+        assert_eq!(
+            Config::from_yaml(&text).unwrap_err().to_string(),
+            "config: recursion limit exceeded: YAML nested deeper than 128 levels at line 5"
+        );
+    }
+
+    #[test]
+    fn a_config_file_that_is_no_regular_file_is_refused() {
+        let error = Config::load(Path::new("/dev/zero")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "config: is not a regular file (a character device)"
         );
     }
 

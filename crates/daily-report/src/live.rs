@@ -4,8 +4,14 @@
 //!
 //! This is the only module of the crate that does I/O; everything it does is wiring. Every
 //! failure while collecting becomes a reason text (a skipped run), every delivery failure a
-//! `SendError` (a partial run); only setup problems (runtime, engine configuration, TLS) are
-//! [`LiveError`]s, which the binary reports as usage errors.
+//! `SendError` (a partial run); only setup problems (runtime, engine configuration, TLS, output
+//! paths) are [`LiveError`]s, which the binary reports as usage errors.
+//!
+//! Output paths are checked before anything is read or sent ([`check_outputs`]): `--out` must be
+//! (or become) a writable directory, `--save-snapshot` a `.tar.gz` path that is not a directory,
+//! and none of `--out`, `--out/slack`, `--save-snapshot`, `--work` or `<work>/in` may be a
+//! symlink. Files are then written to a temporary name and renamed into place, so a symlink
+//! planted later is replaced, never followed.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -26,17 +32,27 @@ use crate::run::{Collected, Delivery, RunContext, RunOutput, execute};
 #[derive(Debug, thiserror::Error)]
 pub enum LiveError {
     /// The async runtime or a temporary work dir could not be created.
-    #[error("failed to set up the run: {0}")]
+    #[error("failed to set up the run")]
     Setup(#[source] std::io::Error),
     /// The engine configuration is invalid (gator pin, `--gator PATH`).
     #[error("invalid engine configuration")]
     Engine(#[source] gator_runner::ConfigError),
     /// The HTTP client for Slack could not be built.
-    #[error("failed to set up the Slack client: {0}")]
+    #[error("failed to set up the Slack client")]
     Slack(#[source] SendError),
     /// `--save-snapshot` does not name a `.tar.gz`.
     #[error("--save-snapshot {0}: the snapshot is written as a .tar.gz; name it so")]
     SnapshotName(String),
+    /// An output path (`--out`, `--save-snapshot`, `--work`) cannot be used.
+    #[error("{flag} {}: {what}", path.display())]
+    OutputPath {
+        /// The flag, e.g. `--out`.
+        flag: &'static str,
+        /// The path at fault (the flag's value or an entry in it).
+        path: PathBuf,
+        /// What is wrong, e.g. `is a file, not a directory`.
+        what: String,
+    },
     /// A `--out` file could not be written.
     #[error("failed to write {}", path.display())]
     Out {
@@ -86,20 +102,100 @@ impl WorkDir {
     }
 }
 
+/// Checks every output path before anything is read or sent (see the module documentation):
+/// a run that could not write its results must not post first. Creates `out` (and `out/slack`)
+/// and makes sure a file can be created in each.
+pub fn check_outputs(options: &LiveOptions, out: Option<&Path>) -> Result<(), LiveError> {
+    if let Some(file) = &options.save_snapshot {
+        let name = file.to_string_lossy().to_ascii_lowercase();
+        if !(name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
+            return Err(LiveError::SnapshotName(file.display().to_string()));
+        }
+        let flag = "--save-snapshot";
+        not_a_symlink(flag, file)?;
+        if file.is_dir() {
+            return Err(output_path(flag, file, "is a directory"));
+        }
+        writable_dir(flag, parent_of(file), false)?;
+    }
+    if let Some(work) = &options.work {
+        not_a_symlink("--work", work)?;
+        not_a_symlink("--work", &work.join("in"))?;
+        if work.exists() && !work.is_dir() {
+            return Err(output_path("--work", work, "is not a directory"));
+        }
+    }
+    if let Some(out) = out {
+        writable_dir("--out", out, true)?;
+        writable_dir("--out", &out.join("slack"), true)?;
+    }
+    Ok(())
+}
+
+fn output_path(flag: &'static str, path: &Path, what: impl Into<String>) -> LiveError {
+    LiveError::OutputPath {
+        flag,
+        path: path.to_path_buf(),
+        what: what.into(),
+    }
+}
+
+fn parent_of(file: &Path) -> &Path {
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
+fn not_a_symlink(flag: &'static str, path: &Path) -> Result<(), LiveError> {
+    match std::fs::symlink_metadata(path) {
+        Ok(meta) if meta.file_type().is_symlink() => Err(output_path(
+            flag,
+            path,
+            "is a symlink; refusing to follow it",
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// `dir` is a directory (created when `create`) in which a file can be created.
+fn writable_dir(flag: &'static str, dir: &Path, create: bool) -> Result<(), LiveError> {
+    not_a_symlink(flag, dir)?;
+    if dir.exists() && !dir.is_dir() {
+        return Err(output_path(flag, dir, "is a file, not a directory"));
+    }
+    if create {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| output_path(flag, dir, format!("cannot be created: {e}")))?;
+    } else if !dir.is_dir() {
+        return Err(output_path(flag, dir, "no such directory"));
+    }
+    tempfile::tempfile_in(dir)
+        .map_err(|e| output_path(flag, dir, format!("is not writable: {e}")))?;
+    Ok(())
+}
+
 /// Runs the report against the real world: reads, evaluates, posts, pushes.
 /// Progress lines go to `log` as they happen (the run's own log is in the output).
+///
+/// The output paths of `options` are checked first ([`check_outputs`]); the cluster's
+/// credentials join the secrets the run redacts.
 pub fn run_live(
     config: &Config,
     settings: &Settings,
     options: &LiveOptions,
     log: &(dyn Fn(&str) + Sync),
 ) -> Result<RunOutput, LiveError> {
-    if let Some(file) = &options.save_snapshot {
-        let name = file.to_string_lossy().to_ascii_lowercase();
-        if !(name.ends_with(".tar.gz") || name.ends_with(".tgz")) {
-            return Err(LiveError::SnapshotName(file.display().to_string()));
-        }
+    check_outputs(options, None)?;
+    let source = options
+        .snapshot
+        .is_none()
+        .then(|| ClusterSource::detect(options.kubeconfig.clone(), options.context.clone()));
+    let mut settings = settings.clone();
+    if let Some(source) = &source {
+        settings.cluster_credentials.merge(&source.redactor());
     }
+    let settings = &settings;
     let engine = options.engine.unwrap_or(config.engine);
     let work = match &options.work {
         Some(dir) => WorkDir::Given(dir.clone()),
@@ -138,6 +234,7 @@ pub fn run_live(
     let reader = Reader {
         config,
         options,
+        source: source.as_ref(),
         runtime: &runtime,
         work: &work,
         evaluator_config: &evaluator_config,
@@ -184,6 +281,8 @@ fn evaluator_config(
 struct Reader<'a> {
     config: &'a Config,
     options: &'a LiveOptions,
+    /// The cluster, when no snapshot is read.
+    source: Option<&'a ClusterSource>,
     runtime: &'a tokio::runtime::Runtime,
     work: &'a WorkDir,
     evaluator_config: &'a EvaluatorConfig,
@@ -249,29 +348,25 @@ impl Reader<'_> {
             request_timeout: self.config.timeouts.api,
             ..ReadSpec::default()
         };
-        match &self.options.snapshot {
-            Some(path) => {
+        match (&self.options.snapshot, self.source) {
+            (Some(path), _) => {
                 let state = cluster_projection::read_snapshot(path)
                     .map_err(|e| format!("failed to read the snapshot: {}", chain(&e)))?;
                 state
                     .restrict_to(&spec)
                     .map_err(|e| format!("snapshot {}: {}", path.display(), chain(&e)))
             }
-            None => {
-                let source = ClusterSource::detect(
-                    self.options.kubeconfig.clone(),
-                    self.options.context.clone(),
-                );
-                self.runtime
-                    .block_on(cluster_projection::read_cluster(&source, &spec))
-                    .map_err(|e| {
-                        format!(
-                            "failed to read the cluster ({}): {}",
-                            source.describe(),
-                            chain(&e)
-                        )
-                    })
-            }
+            (None, None) => Err("no cluster source and no snapshot".to_string()),
+            (None, Some(source)) => self
+                .runtime
+                .block_on(cluster_projection::read_cluster(source, &spec))
+                .map_err(|e| {
+                    format!(
+                        "failed to read the cluster ({}): {}",
+                        source.describe(),
+                        chain(&e)
+                    )
+                }),
         }
     }
 
@@ -279,8 +374,7 @@ impl Reader<'_> {
         let Some(work) = self.work.path() else {
             // Projected objects go to the engine one at a time (it keeps them compact).
             let projected = cluster_projection::project_lazily(&state).map_err(|e| chain(&e))?;
-            let embedded =
-                gator_runner::Embedded::new(self.evaluator_config.engine_options.clone());
+            let embedded = gator_runner::Embedded::new(self.evaluator_config.embedded_options());
             return embedded
                 .evaluate_objects(projected.map(|p| p.object))
                 .map_err(|e| format!("embedded evaluation failed: {}", chain(&e)));
@@ -352,30 +446,51 @@ impl Delivery for LiveDelivery<'_> {
 }
 
 /// Writes `run.json`, `slack/<team>.json` (and `slack/<default team>.problems.json`) and
-/// `loki.json` into `dir`, exactly as sent or as they would be sent.
+/// `loki.json` into `dir`, exactly as sent or as they would be sent. Each file is written to a
+/// temporary name and renamed into place: a symlink at its name is replaced, never followed.
 pub fn write_out(dir: &Path, output: &RunOutput, default_team: &str) -> Result<(), LiveError> {
     let slack = dir.join("slack");
-    std::fs::create_dir_all(&slack).map_err(|source| LiveError::Out {
-        path: slack.clone(),
-        source,
-    })?;
-    let write = |path: PathBuf, text: String| {
-        std::fs::write(&path, text + "\n").map_err(|source| LiveError::Out { path, source })
-    };
+    for path in [dir, slack.as_path()] {
+        not_a_symlink("--out", path)?;
+        std::fs::create_dir_all(path).map_err(|source| LiveError::Out {
+            path: path.to_path_buf(),
+            source,
+        })?;
+    }
     let run = serde_json::to_string_pretty(&output.report.run).expect("the run summary serializes");
-    write(dir.join("run.json"), run)?;
+    replace_file(&dir.join("run.json"), run)?;
     for digest in &output.digests {
-        write(
-            slack.join(format!("{}.json", digest.team)),
+        replace_file(
+            &slack.join(format!("{}.json", digest.team)),
             digest.message.to_json(),
         )?;
     }
     if let Some(problems) = &output.problems {
-        write(
-            slack.join(format!("{default_team}.problems.json")),
+        replace_file(
+            &slack.join(format!("{default_team}.problems.json")),
             problems.to_json(),
         )?;
     }
-    write(dir.join("loki.json"), output.loki.to_json())?;
+    replace_file(&dir.join("loki.json"), output.loki.to_json())?;
+    Ok(())
+}
+
+/// Writes `text` and a newline to a temporary file next to `path`, then renames it to `path`.
+fn replace_file(path: &Path, text: String) -> Result<(), LiveError> {
+    use std::io::Write;
+    let fail = |source| LiveError::Out {
+        path: path.to_path_buf(),
+        source,
+    };
+    let mut temp = tempfile::NamedTempFile::new_in(parent_of(path)).map_err(fail)?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let readable = std::fs::Permissions::from_mode(0o644);
+        temp.as_file().set_permissions(readable).map_err(fail)?;
+    }
+    temp.write_all(text.as_bytes()).map_err(fail)?;
+    temp.write_all(b"\n").map_err(fail)?;
+    temp.persist(path).map_err(|e| fail(e.error))?;
     Ok(())
 }

@@ -24,8 +24,7 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use jiff::Timestamp;
 use report_sinks::model::{AuditCheck, Report, RunStatus, RunSummary};
 use report_sinks::slack::{SlackMessage, SlackOptions, SlackSink, TeamDigest, problems_message};
-use report_sinks::{LokiPush, LokiSink, SendError, Sink, WebhookUrl, hide};
-use secrecy::ExposeSecret;
+use report_sinks::{LokiPush, LokiSink, SendError, Sink, WebhookUrl};
 
 use crate::audit::{ConstraintAudit, all_skipped, cross_check, of_them_errors};
 use crate::config::{Config, EngineChoice, Settings, webhook_env_var};
@@ -102,35 +101,20 @@ pub fn run_id(started_at: Timestamp) -> String {
     started_at.strftime("%Y%m%dT%H%M%SZ").to_string()
 }
 
+/// Redacts every secret of the run ([`Settings::redactor`]) from problems and log lines.
 struct Scrubber {
-    secrets: Vec<String>,
+    redactor: report_sinks::Redactor,
 }
 
 impl Scrubber {
     fn new(settings: &Settings) -> Scrubber {
-        let mut secrets: Vec<String> = settings
-            .webhooks
-            .values()
-            .flatten()
-            .map(|s| s.expose_secret().to_string())
-            .collect();
-        match &settings.loki_auth {
-            Some(report_sinks::LokiAuth::Basic { password, .. }) => {
-                secrets.push(password.expose_secret().to_string())
-            }
-            Some(report_sinks::LokiAuth::Bearer(token)) => {
-                secrets.push(token.expose_secret().to_string())
-            }
-            None => {}
+        Scrubber {
+            redactor: settings.redactor(),
         }
-        secrets.retain(|s| s.len() >= 2);
-        Scrubber { secrets }
     }
 
     fn clean(&self, text: &str) -> String {
-        self.secrets
-            .iter()
-            .fold(text.to_string(), |acc, secret| hide(&acc, secret))
+        self.redactor.redact(text)
     }
 }
 

@@ -244,7 +244,13 @@ fn main() -> ExitCode {
     };
     let ingested = started.elapsed();
     let review_started = Instant::now();
-    let outcome = engine.review_all_detailed();
+    let outcome = match engine.review_all_detailed() {
+        Ok(outcome) => outcome,
+        Err(error) => {
+            eprintln!("bench engine: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
     let review_wall = review_started.elapsed();
     let rate = outcome.stats.reviews as f64 / review_wall.as_secs_f64();
     println!(

@@ -1,4 +1,4 @@
-//! Constraint ingestion (`../shared/spec/gatekeeper.md` §3.2): group and version, template
+//! Constraint ingestion (see `docs/gatekeeper-semantics.md`): group and version, template
 //! lookup, selector validation, DNS-1123 name, schema validation of `spec.parameters` against
 //! the template's schema (strict or legacy), unknown fields, defaulting, enforcement actions.
 

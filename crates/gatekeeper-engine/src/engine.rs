@@ -3,6 +3,8 @@
 //! in parallel over rayon's pool with one warm evaluator per worker.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use serde_json::Value;
@@ -11,7 +13,8 @@ use crate::error::EngineError;
 use crate::matching::{NamespaceInfo, group_version, str_at};
 use crate::result::ReviewResult;
 use crate::review::{
-    DetailedResult, Evaluator, Inventory, InventoryBuilder, PolicySet, ReviewRequest, ReviewStats,
+    DeadlinePassed, DetailedResult, Evaluator, Inventory, InventoryBuilder, PolicySet,
+    ReviewRequest, ReviewStats,
 };
 
 /// gator's enforcement point.
@@ -19,7 +22,7 @@ pub const GATOR_ENFORCEMENT_POINT: &str = "gator.gatekeeper.sh";
 /// Gatekeeper audit's enforcement point.
 pub const AUDIT_ENFORCEMENT_POINT: &str = "audit.gatekeeper.sh";
 
-/// Which Namespace is attached to a review (`../shared/spec/gatekeeper.md` §2.2).
+/// Which Namespace is attached to a review (see `docs/gatekeeper-semantics.md`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum NamespaceMode {
     /// `gator test`: an empty Namespace for cluster-scoped objects, the input's Namespace
@@ -39,6 +42,9 @@ pub struct EngineOptions {
     pub namespace_mode: NamespaceMode,
     /// The enforcement point scoped actions are resolved for (gator's by default).
     pub enforcement_point: String,
+    /// How long ingestion and review together may take (`timeouts.engine` in the daily
+    /// report); past it the review stops with [`EngineError::TimedOut`]. `None`: no limit.
+    pub time_budget: Option<Duration>,
 }
 
 impl Default for EngineOptions {
@@ -46,6 +52,7 @@ impl Default for EngineOptions {
         EngineOptions {
             namespace_mode: NamespaceMode::GatorTest,
             enforcement_point: GATOR_ENFORCEMENT_POINT.to_string(),
+            time_budget: None,
         }
     }
 }
@@ -69,6 +76,9 @@ pub struct Engine {
     inventory: Inventory,
     options: EngineOptions,
     prototype: Mutex<Evaluator>,
+    /// When the time budget runs out (none when there is no budget, or it is too large to
+    /// express as an instant).
+    deadline: Option<Instant>,
 }
 
 fn is_template(object: &Value) -> bool {
@@ -78,6 +88,24 @@ fn is_template(object: &Value) -> bool {
 
 fn is_constraint(object: &Value) -> bool {
     group_version(str_at(object, &["apiVersion"])).0 == crate::constraint::CONSTRAINT_GROUP
+}
+
+/// What the embedded engine does not apply of an input object of this kind, if anything:
+/// expansion templates and mutators change what `gator test` reviews.
+fn unsupported_input(object: &Value) -> Option<&'static str> {
+    let (group, _) = group_version(str_at(object, &["apiVersion"]));
+    match (group, str_at(object, &["kind"])) {
+        ("expansion.gatekeeper.sh", "ExpansionTemplate") => Some(
+            "expansion: ExpansionTemplates are not applied by the embedded engine \
+             (the resources they generate would be reviewed by gator)",
+        ),
+        ("mutations.gatekeeper.sh", "Assign" | "AssignMetadata" | "ModifySet" | "AssignImage") => {
+            Some(
+                "mutators are not applied by the embedded engine (gator applies them to expanded resources)",
+            )
+        }
+        _ => None,
+    }
 }
 
 fn parse_stored(text: &str) -> Value {
@@ -96,6 +124,8 @@ struct Intake {
     /// The first object the inventory refuses; reported after template and constraint errors,
     /// as the framework ingests in that order.
     inventory_error: Option<EngineError>,
+    /// The first object whose effect the engine does not apply (reported first).
+    unsupported: Option<EngineError>,
 }
 
 impl Intake {
@@ -106,8 +136,16 @@ impl Intake {
             constraints: Vec::new(),
             checked: InventoryBuilder::new(false),
             inventory_error: None,
+            unsupported: None,
         };
         for mut object in objects {
+            if let (None, Some(feature)) = (&intake.unsupported, unsupported_input(&object)) {
+                intake.unsupported = Some(EngineError::UnsupportedObject {
+                    kind: str_at(&object, &["kind"]).to_string(),
+                    name: str_at(&object, &["metadata", "name"]).to_string(),
+                    feature: feature.to_string(),
+                });
+            }
             // Callers may build objects themselves: make every number what gator's float64 makes.
             crate::reader::normalize_numbers(&mut object);
             if intake.inventory_error.is_none() {
@@ -136,9 +174,15 @@ impl Engine {
         objects: impl IntoIterator<Item = Value>,
         options: EngineOptions,
     ) -> Result<Engine, EngineError> {
+        let deadline = options
+            .time_budget
+            .and_then(|budget| Instant::now().checked_add(budget));
         let intake = Intake::take(objects);
         if intake.stored.is_empty() {
             return Err(EngineError::NoInput);
+        }
+        if let Some(error) = intake.unsupported {
+            return Err(error);
         }
         let mut policies = PolicySet::new();
         for object in &intake.templates {
@@ -160,13 +204,15 @@ impl Engine {
         } else {
             intake.checked.finish()
         };
-        let prototype = Mutex::new(policies.evaluator(&inventory)?);
+        let mut evaluator = policies.evaluator(&inventory)?;
+        evaluator.set_deadline(deadline);
         Ok(Engine {
             objects: intake.stored,
             policies,
             inventory,
             options,
-            prototype,
+            prototype: Mutex::new(evaluator),
+            deadline,
         })
     }
 
@@ -191,18 +237,22 @@ impl Engine {
         self.policies.constraint(kind, name).map(|c| &c.object)
     }
 
-    /// Reviews every object; results sorted by (enforcement action, msg).
-    pub fn review_all(&self) -> Vec<ReviewResult> {
-        self.review_all_detailed()
+    /// Reviews every object; results sorted by (enforcement action, msg). Fails only when
+    /// the time budget runs out.
+    pub fn review_all(&self) -> Result<Vec<ReviewResult>, EngineError> {
+        Ok(self
+            .review_all_detailed()?
             .results
             .into_iter()
             .map(|d| d.result)
-            .collect()
+            .collect())
     }
 
-    /// Reviews every object, keeping result kinds, object indexes and counters.
-    pub fn review_all_detailed(&self) -> ReviewOutcome {
+    /// Reviews every object, keeping result kinds, object indexes and counters. Fails only
+    /// when the time budget ([`EngineOptions::time_budget`]) runs out.
+    pub fn review_all_detailed(&self) -> Result<ReviewOutcome, EngineError> {
         let point = self.options.enforcement_point.as_str();
+        let stop = AtomicBool::new(false);
         let per_object: Vec<(Vec<DetailedResult>, ReviewStats)> = self
             .objects
             .par_iter()
@@ -217,11 +267,24 @@ impl Engine {
                 },
                 |evaluator, (index, object)| {
                     let mut stats = ReviewStats::default();
-                    let results = self.review_one(evaluator, index, object, point, &mut stats);
+                    if stop.load(Ordering::Relaxed) {
+                        return (Vec::new(), stats);
+                    }
+                    let results = self
+                        .review_one(evaluator, index, object, point, &mut stats)
+                        .unwrap_or_else(|_| {
+                            stop.store(true, Ordering::Relaxed);
+                            Vec::new()
+                        });
                     (results, stats)
                 },
             )
             .collect();
+        if stop.load(Ordering::Relaxed) || self.deadline.is_some_and(|d| Instant::now() >= d) {
+            return Err(EngineError::TimedOut {
+                budget: self.options.time_budget.unwrap_or_default(),
+            });
+        }
         let mut outcome = ReviewOutcome::default();
         for (results, stats) in per_object {
             outcome.stats.reviews += stats.reviews;
@@ -229,7 +292,7 @@ impl Engine {
             outcome.results.extend(results);
         }
         sort_results(&mut outcome.results);
-        outcome
+        Ok(outcome)
     }
 
     fn review_one(
@@ -239,7 +302,7 @@ impl Engine {
         object: Value,
         point: &str,
         stats: &mut ReviewStats,
-    ) -> Vec<DetailedResult> {
+    ) -> Result<Vec<DetailedResult>, DeadlinePassed> {
         let namespace = str_at(&object, &["metadata", "namespace"]);
         let empty = NamespaceInfo::named("");
         let default = NamespaceInfo::named("default");
@@ -261,16 +324,16 @@ impl Engine {
                 } else if let Some(ns) = self.inventory.namespace(namespace) {
                     (Some(ns), ns.object.as_ref())
                 } else {
-                    return Vec::new();
+                    return Ok(Vec::new());
                 }
             }
         };
         let request = ReviewRequest::from_owned_object(object, namespace_object);
-        let mut results = evaluator.review(&self.policies, &request, attached, point, stats);
+        let mut results = evaluator.review(&self.policies, &request, attached, point, stats)?;
         for r in &mut results {
             r.object_index = index;
         }
-        results
+        Ok(results)
     }
 }
 

@@ -12,6 +12,28 @@ pub enum EngineError {
         /// The offending path.
         path: PathBuf,
     },
+    /// A file could not be read: not a regular file, over a cap, not UTF-8.
+    #[error("reading file")]
+    Read(#[from] bounded_input::ReadError),
+    /// YAML nested deeper than the parser is allowed to see.
+    #[error("reading file {path:?}: reading yaml source")]
+    Nesting {
+        /// The file.
+        path: PathBuf,
+        /// Where and how deep.
+        #[source]
+        source: bounded_input::NestingError,
+    },
+    /// An input object is of a kind whose effect the embedded engine does not apply.
+    #[error("unsupported: {feature} ({kind} {name:?})")]
+    UnsupportedObject {
+        /// The object's kind.
+        kind: String,
+        /// Its `metadata.name`.
+        name: String,
+        /// What is not supported.
+        feature: String,
+    },
     /// A file or directory could not be read.
     #[error("reading file {path:?}")]
     Io {
@@ -68,6 +90,20 @@ pub enum EngineError {
         name: String,
         /// The engines the template declares, comma-separated.
         engines: String,
+    },
+    /// A template or an input uses a feature the embedded engine does not evaluate.
+    #[error("adding template {name:?}: unsupported: {feature}")]
+    Unsupported {
+        /// `metadata.name` of the template (or of the object) that uses it.
+        name: String,
+        /// What is not supported, and where.
+        feature: String,
+    },
+    /// The review did not finish within the caller's time budget.
+    #[error("the embedded engine did not finish within its time budget of {budget:?}")]
+    TimedOut {
+        /// The budget (`timeouts.engine` in the daily report).
+        budget: std::time::Duration,
     },
     /// A constraint failed validation against its CRD schema (gator's `ErrSchema`).
     #[error("adding constraint {name:?}: schema validation failed: {reason}")]

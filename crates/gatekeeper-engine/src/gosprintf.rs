@@ -3,12 +3,44 @@
 //! text), then formatted with Go's `fmt` rules, including its error texts (`%!v(MISSING)`,
 //! `%!(EXTRA …)`, `%!d(float64=3.5)`, `%!s(int64=3)`). regorus' own `sprintf` is undefined in
 //! those cases, which drops violations a template meant to report (gatekeeper-library's
-//! horizontalpodautoscaler has one verb too many), so templates are rewritten to call this.
+//! horizontalpodautoscaler has one verb too many), so this extension replaces it.
+//!
+//! Widths and precisions are parsed as Go parses them (a number that grows past 10^6 while its
+//! digits are read gives up, and the rest of the format is `%!(NOVERB)`), and the output is
+//! capped at [`crate::limits::MAX_TEXT`]: a width, a precision or a result over it is an
+//! evaluation error instead of gigabytes of padding.
 
 use regorus::Value;
 
-/// The name templates' `sprintf` calls are rewritten to.
-pub(crate) const NAME: &str = "__gk_sprintf";
+use crate::limits::{LimitExceeded, MAX_TEXT};
+
+/// The built-in this extension replaces.
+pub(crate) const NAME: &str = "sprintf";
+
+fn too_long(what: String) -> LimitExceeded {
+    LimitExceeded {
+        builtin: NAME,
+        what,
+        limit: format!("{MAX_TEXT} bytes"),
+    }
+}
+
+/// Go's `parsenum`: the number at the start of `chars`, giving up (no number, all of the input
+/// consumed) once it grows past 10^6 while digits remain.
+fn parse_number(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<usize> {
+    const TOO_LARGE: usize = 1_000_000;
+    let mut number: Option<usize> = None;
+    while let Some(digit) = chars.peek().and_then(|c| c.to_digit(10)) {
+        let so_far = number.unwrap_or(0);
+        if so_far > TOO_LARGE {
+            chars.for_each(drop);
+            return None;
+        }
+        number = Some(so_far * 10 + digit as usize);
+        chars.next();
+    }
+    number
+}
 
 enum Arg {
     Int(i128),
@@ -117,8 +149,11 @@ fn bad_verb(verb: char, arg: &Arg) -> String {
     format!("%!{verb}({}={})", type_name(arg), plain(arg))
 }
 
-fn format_one(verb: char, precision: Option<usize>, arg: &Arg) -> String {
-    match (verb, arg) {
+fn format_one(verb: char, precision: Option<usize>, arg: &Arg) -> Result<String, LimitExceeded> {
+    if let Some(p) = precision.filter(|p| *p > MAX_TEXT) {
+        return Err(too_long(format!("a precision of {p}")));
+    }
+    Ok(match (verb, arg) {
         ('v', a) => plain(a),
         ('s', Arg::Str(_) | Arg::Other(_)) => plain(arg),
         ('d', Arg::Int(i)) => i.to_string(),
@@ -136,29 +171,38 @@ fn format_one(verb: char, precision: Option<usize>, arg: &Arg) -> String {
         }
         ('g', Arg::Float(f)) => go_float(*f),
         _ => bad_verb(verb, arg),
-    }
+    })
 }
 
-fn pad(text: String, width: Option<usize>, left: bool, zero: bool) -> String {
+fn pad(
+    text: String,
+    width: Option<usize>,
+    left: bool,
+    zero: bool,
+) -> Result<String, LimitExceeded> {
     let Some(width) = width else {
-        return text;
+        return Ok(text);
     };
+    if width > MAX_TEXT {
+        return Err(too_long(format!("a width of {width}")));
+    }
     let len = text.chars().count();
     if len >= width {
-        return text;
+        return Ok(text);
     }
     let fill = width - len;
-    if left {
+    Ok(if left {
         format!("{text}{}", " ".repeat(fill))
     } else if zero {
         format!("{}{text}", "0".repeat(fill))
     } else {
         format!("{}{text}", " ".repeat(fill))
-    }
+    })
 }
 
-/// Formats like OPA's `sprintf(format, args)`.
-pub(crate) fn sprintf(format: &str, args: &[Value]) -> String {
+/// Formats like OPA's `sprintf(format, args)`; fails when the output would pass
+/// [`MAX_TEXT`].
+pub(crate) fn sprintf(format: &str, args: &[Value]) -> Result<String, LimitExceeded> {
     let args: Vec<Arg> = args.iter().map(convert).collect();
     let mut out = String::new();
     let mut next = 0;
@@ -178,20 +222,11 @@ pub(crate) fn sprintf(format: &str, args: &[Value]) -> String {
             }
             chars.next();
         }
-        let mut width = None;
-        while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
-            width = Some(width.unwrap_or(0) * 10 + d as usize);
-            chars.next();
-        }
+        let width = parse_number(&mut chars);
         let mut precision = None;
         if chars.peek() == Some(&'.') {
             chars.next();
-            let mut p = 0;
-            while let Some(d) = chars.peek().and_then(|c| c.to_digit(10)) {
-                p = p * 10 + d as usize;
-                chars.next();
-            }
-            precision = Some(p);
+            precision = Some(parse_number(&mut chars).unwrap_or(0));
         }
         let Some(verb) = chars.next() else {
             out.push_str("%!(NOVERB)");
@@ -203,9 +238,12 @@ pub(crate) fn sprintf(format: &str, args: &[Value]) -> String {
         }
         match args.get(next) {
             None => out.push_str(&format!("%!{verb}(MISSING)")),
-            Some(arg) => out.push_str(&pad(format_one(verb, precision, arg), width, left, zero)),
+            Some(arg) => out.push_str(&pad(format_one(verb, precision, arg)?, width, left, zero)?),
         }
         next += 1;
+        if out.len() > MAX_TEXT {
+            return Err(too_long(format!("a result of over {} bytes", out.len())));
+        }
     }
     if next < args.len() {
         let extra: Vec<String> = args[next..]
@@ -214,7 +252,10 @@ pub(crate) fn sprintf(format: &str, args: &[Value]) -> String {
             .collect();
         out.push_str(&format!("%!(EXTRA {})", extra.join(", ")));
     }
-    out
+    if out.len() > MAX_TEXT {
+        return Err(too_long(format!("a result of {} bytes", out.len())));
+    }
+    Ok(out)
 }
 
 /// The regorus extension: `__gk_sprintf(format, args)`; undefined unless `format` is a string
@@ -224,7 +265,7 @@ pub(crate) fn extension(params: Vec<Value>) -> anyhow::Result<Value> {
     else {
         return Ok(Value::Undefined);
     };
-    Ok(Value::from(sprintf(format, &args.to_vec())))
+    Ok(Value::from(sprintf(format, &args.to_vec())?))
 }
 
 #[cfg(test)]
@@ -236,6 +277,37 @@ mod tests {
             Value::Array(items) => items.to_vec(),
             _ => unreachable!("test arrays only"),
         }
+    }
+
+    fn sprintf(format: &str, args: &[Value]) -> String {
+        super::sprintf(format, args).unwrap()
+    }
+
+    #[test]
+    fn widths_are_parsed_as_go_parses_them() {
+        // Seven digits still make a width; the eighth gives up and drops the rest.
+        assert_eq!(
+            sprintf("%99999999d|tail", &v("[1]")),
+            "%!(NOVERB)%!(EXTRA int64=1)"
+        );
+        assert_eq!(
+            sprintf("%.123456789012345678901f", &v("[1.5]")),
+            "%!(NOVERB)%!(EXTRA float64=1.5)"
+        );
+        assert_eq!(sprintf("%.f", &v("[2.5]")), "2");
+        assert_eq!(sprintf("%3.1f|", &v("[2.25]")), "2.2|");
+    }
+
+    #[test]
+    fn huge_widths_and_outputs_are_errors() {
+        let error = super::sprintf("%9999999d", &v("[1]")).unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            "sprintf: a width of 9999999 exceeds the embedded engine's limit of 1048576 bytes"
+        );
+        assert!(super::sprintf("%.9999999f", &v("[1.5]")).is_err());
+        let big = Value::from("x".repeat(600_000));
+        assert!(super::sprintf("%s%s", &[big.clone(), big]).is_err());
     }
 
     #[test]

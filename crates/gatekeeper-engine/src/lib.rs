@@ -8,18 +8,27 @@
 //!   callers (such as [`verify`]) that review single objects against a chosen inventory.
 //! - [`verify`] runs `gator verify` Suite files.
 //! - [`output`] renders results as gator's `-o json`, `-o yaml` and human formats.
+//! - [`rego`] evaluates plain Rego modules the same way, for the differential check against
+//!   OPA; [`goregex`] is Go's regular-expression syntax; [`limits`] are the engine's caps.
 
+mod analysis;
 mod constraint;
+mod deprecated;
 mod engine;
 mod error;
+mod extensions;
+pub mod goregex;
 mod gosprintf;
+pub mod limits;
 pub mod matching;
 pub mod output;
 mod reader;
 mod regexmatch;
+pub mod rego;
 pub mod result;
 mod review;
 mod rewrite;
+mod rewrite_names;
 mod schema;
 mod template;
 pub mod verify;
@@ -31,11 +40,13 @@ pub use engine::{
 };
 pub use error::EngineError;
 pub use reader::{
-    gator_numbers, normalize_numbers, parse_stream, read_source_file, read_sources,
-    read_verify_file, yaml_to_json,
+    MAX_FILE_BYTES, MAX_TOTAL_BYTES, gator_numbers, normalize_numbers, parse_stream,
+    read_source_file, read_sources, read_sources_with_origin, read_verify_file,
+    read_verify_file_within, yaml_to_json,
 };
 pub use result::{ConstraintRef, ObjectRef, ReviewResult};
 pub use review::{
-    DetailedResult, Evaluator, Inventory, PolicySet, ResultKind, ReviewRequest, ReviewStats,
+    DeadlinePassed, DetailedResult, Evaluator, Inventory, PolicySet, ResultKind, ReviewRequest,
+    ReviewStats,
 };
 pub use template::Template;

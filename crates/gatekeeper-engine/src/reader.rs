@@ -11,13 +11,70 @@ use crate::error::EngineError;
 /// The extensions `gator test` reads.
 const EXTENSIONS: [&str; 3] = ["yaml", "yml", "json"];
 
+/// The largest file the reader reads (a whole cluster's projection is many small files).
+pub const MAX_FILE_BYTES: u64 = 64 << 20;
+
+/// The most the reader reads over all files of one call.
+pub const MAX_TOTAL_BYTES: u64 = 4 << 30;
+
+/// Reads one input file as text, within the per-file cap and what is left of `budget`.
+fn read_text(path: &Path, budget: &mut bounded_input::Budget) -> Result<String, EngineError> {
+    let text = bounded_input::read_file_to_string(path, budget.next_cap(MAX_FILE_BYTES)).map_err(
+        |error| match error.kind {
+            bounded_input::ReadErrorKind::TooLarge { .. }
+                if budget.remaining() < MAX_FILE_BYTES =>
+            {
+                bounded_input::ReadError::new(
+                    path,
+                    bounded_input::ReadErrorKind::BudgetExhausted {
+                        cap: MAX_TOTAL_BYTES,
+                    },
+                )
+            }
+            _ => error,
+        },
+    )?;
+    budget.take(text.len() as u64, &path.display().to_string())?;
+    Ok(text)
+}
+
+/// Refuses YAML nested deeper than serde_yaml's limit before the parser sees it (libyaml is
+/// quadratic in the nesting depth).
+fn check_nesting(path: &Path, text: &str) -> Result<(), EngineError> {
+    bounded_input::check_yaml_nesting(text, bounded_input::YAML_MAX_DEPTH).map_err(|source| {
+        EngineError::Nesting {
+            path: path.to_path_buf(),
+            source,
+        }
+    })
+}
+
 /// Reads every object from `paths` like `gator test -f`: a file must end in `.yaml`, `.yml` or
 /// `.json`; a directory is walked recursively in lexical order and other files are skipped.
 /// Each file is a multi-document YAML stream or a stream of JSON objects; empty documents are
 /// skipped and every number becomes what Go's `float64` makes of it ([`gator_numbers`]).
-/// Unlike gator, standard input is never read.
+/// Unlike gator, standard input is never read. Files are read with [`MAX_FILE_BYTES`] each and
+/// [`MAX_TOTAL_BYTES`] together; FIFOs, devices and other non-regular files are refused.
 pub fn read_sources(paths: &[PathBuf]) -> Result<Vec<Value>, EngineError> {
+    Ok(read_sources_with_origin(paths)?
+        .into_iter()
+        .map(|(_, object)| object)
+        .collect())
+}
+
+/// [`read_sources`], with the file each object came from.
+pub fn read_sources_with_origin(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Value)>, EngineError> {
+    let mut budget = bounded_input::Budget::new(MAX_TOTAL_BYTES);
     let mut objects = Vec::new();
+    let mut read = |file: &Path, objects: &mut Vec<(PathBuf, Value)>| {
+        let text = read_text(file, &mut budget)?;
+        objects.extend(
+            parse_stream(file, &text)?
+                .into_iter()
+                .map(|object| (file.to_path_buf(), object)),
+        );
+        Ok::<(), EngineError>(())
+    };
     for path in paths {
         let meta = std::fs::metadata(path).map_err(|source| EngineError::Io {
             path: path.clone(),
@@ -27,13 +84,13 @@ pub fn read_sources(paths: &[PathBuf]) -> Result<Vec<Value>, EngineError> {
             let mut files = Vec::new();
             walk(path, &mut files)?;
             for file in files {
-                objects.extend(read_source_file(&file)?);
+                read(&file, &mut objects)?;
             }
         } else {
             if !has_extension(path) {
                 return Err(EngineError::Extension { path: path.clone() });
             }
-            objects.extend(read_source_file(path)?);
+            read(path, &mut objects)?;
         }
     }
     Ok(objects)
@@ -76,10 +133,7 @@ fn walk(dir: &Path, files: &mut Vec<PathBuf>) -> Result<(), EngineError> {
 /// Reads one file as `gator test` does (YAML stream, or a JSON object stream when the first
 /// non-blank character is `{`).
 pub fn read_source_file(path: &Path) -> Result<Vec<Value>, EngineError> {
-    let text = std::fs::read_to_string(path).map_err(|source| EngineError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    let text = read_text(path, &mut bounded_input::Budget::new(MAX_FILE_BYTES))?;
     parse_stream(path, &text)
 }
 
@@ -96,6 +150,7 @@ pub fn parse_stream(path: &Path, text: &str) -> Result<Vec<Value>, EngineError> 
         }
         return Ok(out);
     }
+    check_nesting(path, text)?;
     for doc in serde_yaml::Deserializer::from_str(text) {
         let value =
             <serde_yaml::Value as serde::Deserialize>::deserialize(doc).map_err(|source| {
@@ -109,6 +164,18 @@ pub fn parse_stream(path: &Path, text: &str) -> Result<Vec<Value>, EngineError> 
     Ok(out)
 }
 
+/// The JSON type of a value, for errors that must not quote it.
+pub(crate) fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "a sequence",
+        Value::Object(_) => "a mapping",
+    }
+}
+
 fn push_document(path: &Path, doc: Value, out: &mut Vec<Value>) -> Result<(), EngineError> {
     match doc {
         Value::Null => Ok(()),
@@ -118,7 +185,7 @@ fn push_document(path: &Path, doc: Value, out: &mut Vec<Value>) -> Result<(), En
         }
         other => Err(EngineError::Document {
             path: path.to_path_buf(),
-            reason: format!("document is not an object: {other}"),
+            reason: format!("document is not an object but {}", json_type(&other)),
         }),
     }
 }
@@ -127,10 +194,16 @@ fn push_document(path: &Path, doc: Value, out: &mut Vec<Value>) -> Result<(), En
 /// split on the literal `"\n---"`, delete blank lines and lines whose trimmed text starts with
 /// `#`, parse each document as YAML 1.2, skip empty documents.
 pub fn read_verify_file(path: &Path) -> Result<Vec<Value>, EngineError> {
-    let text = std::fs::read_to_string(path).map_err(|source| EngineError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
+    read_verify_file_within(path, &mut bounded_input::Budget::new(MAX_FILE_BYTES))
+}
+
+/// [`read_verify_file`] taking its size from `budget` (a Suite's files share one).
+pub fn read_verify_file_within(
+    path: &Path,
+    budget: &mut bounded_input::Budget,
+) -> Result<Vec<Value>, EngineError> {
+    let text = read_text(path, budget)?;
+    check_nesting(path, &text)?;
     let mut out = Vec::new();
     for doc in text.split("\n---") {
         let cleaned: String = doc
@@ -257,8 +330,31 @@ mod tests {
     }
 
     #[test]
-    fn non_object_documents_are_errors() {
-        let err = parse_stream(Path::new("x.yaml"), "- 1\n- 2\n").unwrap_err();
-        assert!(err.to_string().contains("not an object"), "{err}");
+    fn non_object_documents_are_errors_that_do_not_quote_them() {
+        let err = parse_stream(Path::new("x.yaml"), "- secret-token\n- 2\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "reading file \"x.yaml\": document is not an object but a sequence"
+        );
+    }
+
+    #[test]
+    fn deep_yaml_is_refused_before_parsing() {
+        let deep = format!("a: {}1{}\n", "[".repeat(100_000), "]".repeat(100_000));
+        let err = parse_stream(Path::new("deep.yaml"), &deep).unwrap_err();
+        assert!(matches!(err, EngineError::Nesting { .. }), "{err}");
+    }
+
+    #[test]
+    fn non_regular_files_and_oversized_files_are_refused() {
+        let err = read_sources(&[PathBuf::from("/dev/zero")]).unwrap_err();
+        assert!(matches!(err, EngineError::Extension { .. }), "{err}");
+        let dir = tempfile::tempdir().unwrap();
+        let link = dir.path().join("zero.yaml");
+        std::os::unix::fs::symlink("/dev/zero", &link).unwrap();
+        let err = read_sources(&[dir.path().to_path_buf()]).unwrap_err();
+        assert!(format!("{:#}", anyhow::Error::new(err)).contains("not a regular file"));
+        let err = read_verify_file(&link).unwrap_err();
+        assert!(format!("{:#}", anyhow::Error::new(err)).contains("not a regular file"));
     }
 }

@@ -1,20 +1,23 @@
-//! `regex.match` with a compiled-pattern cache per thread.
+//! `regex.match` (and the deprecated `re_match`) with Go's pattern syntax and a compiled-pattern
+//! cache per thread.
 //!
-//! regorus' own `regex.match` keeps compiled patterns in one process-wide LRU behind a lock and
-//! hands out a clone per call; a cloned `Regex` starts with an empty match cache, so every call
-//! rebuilds it. Templates call `regex.match` for every label of every object, which made this
-//! a visible share of a report run. Templates are rewritten to call this extension instead;
-//! its answers are regorus' (same pattern syntax, same size limit, undefined on a bad argument
-//! or an invalid pattern as a non-strict builtin error is).
+//! OPA compiles `regex.match` patterns with Go's `regexp`, so patterns are translated from Go's
+//! syntax ([`crate::goregex`]): `{"foo"}` is a literal there, `\d` is ASCII-only. regorus' own
+//! `regex.match` keeps compiled patterns in one process-wide LRU behind a lock and hands out a
+//! clone per call; a cloned `Regex` starts with an empty match cache, so every call rebuilds it.
+//! Templates call `regex.match` for every label of every object, which made this a visible
+//! share of a report run. This extension replaces the built-in under its own name; it is
+//! undefined on a bad argument or a pattern Go rejects (a non-strict built-in error), and a
+//! pattern over regorus' size limit is an evaluation error, as regorus makes it.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 
-use regex::{Regex, RegexBuilder};
+use regex::Regex;
 use regorus::Value;
 
-/// The name templates' `regex.match` calls are rewritten to.
-pub(crate) const NAME: &str = "__gk_regex_match";
+/// The built-in this extension replaces.
+pub(crate) const NAME: &str = "regex.match";
 
 /// regorus' ceiling on a compiled pattern (100 KiB); a larger one is an evaluation error.
 const SIZE_LIMIT: usize = 100 * 1024;
@@ -30,9 +33,9 @@ thread_local! {
 }
 
 fn compile(pattern: &str) -> anyhow::Result<Compiled> {
-    match RegexBuilder::new(pattern).size_limit(SIZE_LIMIT).build() {
+    match crate::goregex::compile_with_limit(pattern, Some(SIZE_LIMIT)) {
         Ok(re) => Ok(Some(re)),
-        Err(regex::Error::CompiledTooBig(_)) => Err(anyhow::Error::new(
+        Err(e) if e.to_string().contains("expression too large") => Err(anyhow::Error::new(
             regorus::LimitError::RegexSizeLimitExceeded { limit: SIZE_LIMIT },
         )),
         Err(_) => Ok(None),
@@ -67,12 +70,26 @@ pub(crate) fn extension(params: Vec<Value>) -> anyhow::Result<Value> {
     })
 }
 
+/// [`extension`] for `re_match`, where a too-large pattern is undefined too (the deprecated
+/// built-ins never raise).
+pub(crate) fn call(pattern: &Value, value: &Value) -> Value {
+    extension(vec![pattern.clone(), value.clone()]).unwrap_or(Value::Undefined)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn call(pattern: Value, value: Value) -> anyhow::Result<Value> {
         extension(vec![pattern, value])
+    }
+
+    #[test]
+    fn patterns_are_gos() {
+        let m = |p: &str, v: &str| super::call(&Value::from(p), &Value::from(v));
+        assert_eq!(m("{\"foo\"}", "x {\"foo\"}"), Value::from(true));
+        assert_eq!(m("^\\d$", "٣"), Value::from(false));
+        assert_eq!(m("a**", "a"), Value::Undefined);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! The result model shared by every evaluator (the embedded engine and the pinned `gator`).
 //!
-//! It mirrors one element of `gator test -o json` (`../shared/spec/gatekeeper.md` §1.2), keeping
+//! It mirrors one element of `gator test -o json`, keeping
 //! references to the constraint and the violating object instead of whole objects, so a report
 //! over a large cluster stays small and results from two engines compare as plain values.
 
@@ -60,7 +60,18 @@ pub struct ObjectRef {
     pub name: String,
 }
 
+/// How every autoreject (matching error) result's `msg` starts.
+pub const AUTOREJECT_PREFIX: &str = "unable to match constraints: ";
+
 impl ReviewResult {
+    /// Whether the result is a Rego evaluation error of the constraint's template (its `msg`
+    /// is the error text) rather than a violation. Both engines mark them the same way: no
+    /// `details` (gator prints `"details": null`), and no autoreject prefix (autorejects have
+    /// no details either but are matching errors, which Gatekeeper reports as violations).
+    pub fn is_evaluation_error(&self) -> bool {
+        self.details.is_none() && !self.msg.starts_with(AUTOREJECT_PREFIX)
+    }
+
     /// Whether the result fails `gator test`'s exit code: action `deny`, or a scoped `deny`.
     pub fn is_enforceable(&self) -> bool {
         self.constraint.enforcement_action == "deny"

@@ -1,4 +1,4 @@
-//! Reviews (`../shared/spec/gatekeeper.md` §3.3–§3.6): the policy set (templates and
+//! Reviews (see `docs/gatekeeper-semantics.md`): the policy set (templates and
 //! constraints), `data.inventory`, `input.review` as the framework builds it, and the
 //! evaluator that runs every matching constraint's template and turns its `violation` set into
 //! results (msg/details, identical violations collapsed, evaluation errors as results,
@@ -6,21 +6,27 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use serde_json::{Map, Value};
 
 use crate::constraint::{self, Constraint};
 use crate::error::EngineError;
 use crate::matching::{NamespaceInfo, Source, group_version, str_at};
-use crate::result::{ADMISSION_TARGET, ConstraintRef, ObjectRef, ReviewResult};
+use crate::result::{ADMISSION_TARGET, AUTOREJECT_PREFIX, ConstraintRef, ObjectRef, ReviewResult};
 use crate::template::{Template, one_line_error};
 
 /// Which kind of result a [`DetailedResult`] is (they render differently in gator's JSON).
+///
+/// The same distinction is visible on a bare [`ReviewResult`]: violations carry `details`
+/// (`Some`), evaluation errors and autorejects do not ([`ReviewResult::is_evaluation_error`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum ResultKind {
     /// A `violation` element with a string `msg`.
     Violation,
-    /// A Rego evaluation error, reported for every matching constraint of the template.
+    /// A Rego evaluation error, reported for every matching constraint of the template; its
+    /// `msg` is the error text (OPA's wording where the failure has an OPA equivalent, e.g.
+    /// `template:3: eval_conflict_error: complete rules must not produce multiple outputs`).
     EvalError,
     /// A matching error (for example a namespaceSelector with the Namespace unknown).
     Autoreject,
@@ -139,8 +145,7 @@ impl PolicySet {
             }
             engine.set_input(regorus::Value::new_object());
             // Warm up (prepare); the result on an empty input does not matter.
-            let _ = engine.eval_rule(template.rule.clone());
-            let _ = engine.take_prints();
+            crate::limits::prepare(&mut engine, &template.rule);
             engines.push(engine);
         }
         let parameters = self
@@ -153,6 +158,7 @@ impl PolicySet {
             parameters,
             same_evaluation_as: self.same_evaluation_as(),
             namespaces: inventory.namespaces.clone(),
+            deadline: None,
         })
     }
 }
@@ -446,6 +452,19 @@ pub struct ReviewStats {
     pub evaluations: usize,
 }
 
+/// A review stopped because the evaluator's deadline passed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the review's deadline passed")]
+pub struct DeadlinePassed;
+
+/// Why one template evaluation produced no violations.
+enum Failure {
+    /// A Rego evaluation error: a result carrying the text.
+    Error(String),
+    /// The deadline passed: the whole review stops.
+    Deadline,
+}
+
 /// A set of warm template engines over one inventory. Clone it for each worker thread.
 #[derive(Debug, Clone)]
 pub struct Evaluator {
@@ -455,13 +474,22 @@ pub struct Evaluator {
     /// `same_evaluation_as`).
     same_evaluation_as: Vec<usize>,
     namespaces: Arc<BTreeMap<String, NamespaceInfo>>,
+    /// When set, evaluations stop at this instant ([`DeadlinePassed`]).
+    deadline: Option<Instant>,
 }
 
 impl Evaluator {
+    /// Stops every later evaluation at `deadline` (a running one is interrupted through
+    /// regorus' execution timer); `None` removes the deadline.
+    pub fn set_deadline(&mut self, deadline: Option<Instant>) {
+        self.deadline = deadline;
+    }
+
     /// Reviews one request against every constraint of `policies` (which must be the set this
     /// evaluator was made from). `attached` is the Namespace attached to the review; when it is
     /// `None` and the object is namespaced, the namespace cache is consulted, as the
     /// framework's matcher does. Scoped constraints run only if they apply to `point`.
+    /// Fails only when the deadline ([`Evaluator::set_deadline`]) passes.
     pub fn review(
         &mut self,
         policies: &PolicySet,
@@ -469,7 +497,7 @@ impl Evaluator {
         attached: Option<&NamespaceInfo>,
         point: &str,
         stats: &mut ReviewStats,
-    ) -> Vec<DetailedResult> {
+    ) -> Result<Vec<DetailedResult>, DeadlinePassed> {
         let subject = request.subject();
         let object_ref = object_ref(subject);
         let namespaces = Arc::clone(&self.namespaces);
@@ -515,7 +543,7 @@ impl Evaluator {
                             point,
                             &object_ref,
                             format!(
-                                "unable to match constraints: error matching the requested object: {} :failed to run Match criteria: {e}",
+                                "{AUTOREJECT_PREFIX}error matching the requested object: {} :failed to run Match criteria: {e}",
                                 object_ref.name
                             ),
                             None,
@@ -533,11 +561,11 @@ impl Evaluator {
                     &object_ref,
                     point,
                     stats,
-                ));
+                )?);
             }
             start = end;
         }
-        out
+        Ok(out)
     }
 
     fn evaluate_kind(
@@ -548,7 +576,7 @@ impl Evaluator {
         object_ref: &ObjectRef,
         point: &str,
         stats: &mut ReviewStats,
-    ) -> Vec<DetailedResult> {
+    ) -> Result<Vec<DetailedResult>, DeadlinePassed> {
         let constraints = policies.constraints();
         let template_index = constraints[matched[0]].template;
         let rule = &policies.templates()[template_index].rule;
@@ -568,10 +596,11 @@ impl Evaluator {
                             evaluated.push((shared, found));
                             evaluated.len() - 1
                         }
-                        Err(e) => {
+                        Err(Failure::Error(e)) => {
                             error = Some(e);
                             break;
                         }
+                        Err(Failure::Deadline) => return Err(DeadlinePassed),
                     }
                 }
             };
@@ -584,7 +613,7 @@ impl Evaluator {
                 });
             }
         }
-        match error {
+        Ok(match error {
             None => results,
             Some(text) => matched
                 .iter()
@@ -594,7 +623,7 @@ impl Evaluator {
                     object_index: 0,
                 })
                 .collect(),
-        }
+        })
     }
 
     /// Runs the template's `violation` rule for one constraint's parameters.
@@ -604,8 +633,16 @@ impl Evaluator {
         rule: &str,
         request: &ReviewRequest,
         constraint_index: usize,
-    ) -> Result<BTreeSet<(String, String)>, String> {
+    ) -> Result<BTreeSet<(String, String)>, Failure> {
+        let deadline = self.deadline;
         let engine = &mut self.engines[template_index];
+        if let Some(deadline) = deadline {
+            let remaining = deadline.saturating_duration_since(Instant::now());
+            if remaining.is_zero() {
+                return Err(Failure::Deadline);
+            }
+            engine.set_execution_timer_config(crate::limits::timer(remaining));
+        }
         let mut input = regorus::Value::new_object();
         if let Ok(map) = input.as_object_mut() {
             map.insert(regorus::Value::from("review"), request.rego_review.clone());
@@ -618,10 +655,33 @@ impl Evaluator {
         let outcome = engine.eval_rule(rule.to_string());
         let _ = engine.take_prints();
         match outcome {
-            Ok(value) => collect(&value),
-            Err(e) => Err(one_line_error(&e)),
+            Ok(value) => collect(&value).map_err(Failure::Error),
+            Err(_) if deadline.is_some_and(|d| Instant::now() >= d) => Err(Failure::Deadline),
+            Err(e) => Err(Failure::Error(opa_wording(&one_line_error(&e)))),
         }
     }
+}
+
+/// Gives regorus' texts for failures OPA also detects at evaluation the wording of OPA's
+/// errors (`<module>:<line>: eval_conflict_error: …`), which Gatekeeper puts in the result.
+fn opa_wording(text: &str) -> String {
+    const COMPLETE: &str = "rule conflicts with rule at ";
+    const FUNCTIONS: &str = "functions must not produce multiple outputs for same inputs";
+    let (location, message) = match text.split_once(": ") {
+        Some((location, message)) if location.starts_with("template") => (location, message),
+        _ => return text.to_string(),
+    };
+    if let Some(other) = message.strip_prefix(COMPLETE) {
+        // OPA reports the first of the conflicting rules, which regorus names here.
+        let first = other.rsplit_once(':').map_or(location, |(at, _column)| at);
+        return format!(
+            "{first}: eval_conflict_error: complete rules must not produce multiple outputs"
+        );
+    }
+    if message.starts_with(FUNCTIONS) {
+        return format!("{location}: eval_conflict_error: {FUNCTIONS}");
+    }
+    text.to_string()
 }
 
 /// Converts JSON to a regorus value directly (regorus' own conversion goes through serde and

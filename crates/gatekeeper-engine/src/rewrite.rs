@@ -2,7 +2,7 @@
 //!
 //! The checks reproduce what the constraint framework enforces at template ingestion (allowed
 //! imports, `data.*` refs, a `violation` rule). The rewrites close regorus 0.14 gaps that a
-//! template can observe (`../shared/spec/gatekeeper.md` §5.3):
+//! template can observe (see `docs/gatekeeper-semantics.md`):
 //!
 //! - G2: a body line starting with `(` after a line that ends an expression is parsed by
 //!   regorus as a call of the previous line's ref; we end the previous literal with `;`.
@@ -15,7 +15,7 @@
 //! Everything works on a byte mask of "code" (outside strings and comments).
 
 /// Marks every byte of `src` that is code (not inside a string, raw string or comment).
-fn code_mask(src: &str) -> Vec<bool> {
+pub(crate) fn code_mask(src: &str) -> Vec<bool> {
     let bytes = src.as_bytes();
     let mut mask = vec![true; bytes.len()];
     let mut i = 0;
@@ -61,7 +61,7 @@ fn code_mask(src: &str) -> Vec<bool> {
     mask
 }
 
-fn is_ident(b: u8) -> bool {
+pub(crate) fn is_ident(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
@@ -110,6 +110,50 @@ pub(crate) fn check_import(path: &str) -> Result<(), String> {
     } else {
         Err(format!("bad import: {path}"))
     }
+}
+
+/// The deepest nesting of `[` and `{` in code, and the 1-based line where it is first reached.
+/// regorus' parser backtracks on nested brackets (array or comprehension?) in time exponential
+/// in their depth, so sources nested deeper than [`crate::limits::MAX_BRACKET_DEPTH`] are
+/// refused before it sees them.
+pub(crate) fn bracket_depth(src: &str) -> (usize, usize) {
+    let mask = code_mask(src);
+    let (mut depth, mut deepest, mut line, mut at_line) = (0usize, 0usize, 1usize, 1usize);
+    for (i, b) in src.bytes().enumerate() {
+        if b == b'\n' {
+            line += 1;
+        }
+        if !mask[i] {
+            continue;
+        }
+        match b {
+            b'[' | b'{' => {
+                depth += 1;
+                if depth > deepest {
+                    deepest = depth;
+                    at_line = line;
+                }
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    (deepest, at_line)
+}
+
+/// Byte positions of `needle` in `src[from..to]` that start in code.
+pub(crate) fn code_positions(
+    src: &str,
+    mask: &[bool],
+    needle: &str,
+    from: usize,
+    to: usize,
+) -> Vec<usize> {
+    src[from..to]
+        .match_indices(needle)
+        .map(|(offset, _)| from + offset)
+        .filter(|at| mask[*at])
+        .collect()
 }
 
 /// Every `data` ref in code that is not below `data.lib` or `data.inventory` (import lines
@@ -207,47 +251,15 @@ fn rule_heads(src: &str) -> Vec<(String, u8)> {
     out
 }
 
-/// Applies the gap rewrites (G2 always, G3 for v0 only, G4 always), routes `sprintf` to the
-/// Go-compatible implementation and `regex.match` to the per-thread cached one (unless the
-/// module mocks it with `with regex.match`, which only reaches the builtin's name).
+/// Applies the gap rewrites (G2 always, G3 for v0 only, G4 always, and those of
+/// [`crate::rewrite_names`]).
 pub(crate) fn rewrite(src: &str, v1: bool) -> String {
     let mut out = fix_newline_paren(src);
     if !v1 {
         out = split_multi_body(&out);
     }
-    let out = redirect_call(
-        &hoist_not_call_args(&out),
-        "sprintf",
-        crate::gosprintf::NAME,
-    );
-    if out.contains("with regex.match") {
-        return out;
-    }
-    redirect_call(&out, "regex.match", crate::regexmatch::NAME)
-}
-
-/// Replaces calls of the builtin `name` (in code, not as the tail of a longer ref) by calls of
-/// the extension `to`.
-fn redirect_call(src: &str, name: &str, to: &str) -> String {
-    let call = format!("{name}(");
-    let mask = code_mask(src);
-    let bytes = src.as_bytes();
-    let mut out = String::with_capacity(src.len() + 64);
-    let mut last = 0;
-    let mut i = 0;
-    while let Some(found) = src[i..].find(&call) {
-        let at = i + found;
-        i = at + call.len();
-        if !mask[at] || (at > 0 && (is_ident(bytes[at - 1]) || bytes[at - 1] == b'.')) {
-            continue;
-        }
-        out.push_str(&src[last..at]);
-        out.push_str(to);
-        out.push('(');
-        last = i;
-    }
-    out.push_str(&src[last..]);
-    out
+    out = crate::rewrite_names::rename_comprehension_locals(&out);
+    hoist_not_call_args(&out)
 }
 
 /// G2: end the previous literal with `;` when a body line starts with `(`.
@@ -319,7 +331,13 @@ fn split_multi_body(src: &str) -> String {
         line_first = false;
         match b {
             b'{' if depth == 0 => {
-                let is_body = last_code.is_some_and(ends_expression);
+                // `contains {…}` is the element term of a partial set, not a body.
+                let after_contains = src[..i].trim_end().ends_with("contains")
+                    && !src[..i]
+                        .trim_end()
+                        .trim_end_matches("contains")
+                        .ends_with(|c: char| is_ident(c as u8) || c == '.');
+                let is_body = last_code.is_some_and(ends_expression) && !after_contains;
                 if is_body {
                     if just_closed_body {
                         if let Some(h) = &head {
@@ -387,14 +405,28 @@ fn hoist_not_call_args(src: &str) -> String {
             .filter(|arg| is_dotted_ref(arg))
             .map(|arg| format!("_ = {arg}; "))
             .collect();
-        if !guards.is_empty() {
+        if guards.is_empty() {
+            continue;
+        }
+        if src[..at].trim_end().ends_with("if")
+            && src[..at].trim_end().len() > 2
+            && !is_ident(src[..at].trim_end().as_bytes()[src[..at].trim_end().len() - 3])
+        {
+            // `p if not f(a.b)` has no braces: the guard needs a body to live in.
+            let line_end = src[close..].find('\n').map_or(src.len(), |n| close + n);
+            if !src[close + 1..line_end].trim().is_empty() {
+                continue;
+            }
+            inserts.push((at, format!("{{ {}", guards.concat())));
+            inserts.push((close + 1, " }".to_string()));
+        } else {
             inserts.push((at, guards.concat()));
         }
     }
     insert_all(src, inserts)
 }
 
-fn matching_paren(bytes: &[u8], mask: &[bool], open: usize) -> Option<usize> {
+pub(crate) fn matching_paren(bytes: &[u8], mask: &[bool], open: usize) -> Option<usize> {
     let mut depth = 0;
     for (k, &b) in bytes.iter().enumerate().skip(open) {
         if !mask[k] {
@@ -451,17 +483,25 @@ fn is_dotted_ref(arg: &str) -> bool {
         && rest.iter().all(|p| valid(p))
 }
 
-fn insert_all(src: &str, mut inserts: Vec<(usize, String)>) -> String {
-    if inserts.is_empty() {
+pub(crate) fn insert_all(src: &str, inserts: Vec<(usize, String)>) -> String {
+    replace_ranges(
+        src,
+        inserts.into_iter().map(|(p, text)| (p, p, text)).collect(),
+    )
+}
+
+/// Replaces each `(start, end)` byte range of `src` by its text (ranges must not overlap).
+fn replace_ranges(src: &str, mut edits: Vec<(usize, usize, String)>) -> String {
+    if edits.is_empty() {
         return src.to_string();
     }
-    inserts.sort_by_key(|(p, _)| *p);
+    edits.sort_by_key(|(start, end, _)| (*start, *end));
     let mut out = String::with_capacity(src.len() + 64);
     let mut last = 0;
-    for (pos, text) in inserts {
-        out.push_str(&src[last..pos]);
+    for (start, end, text) in edits {
+        out.push_str(&src[last..start]);
         out.push_str(&text);
-        last = pos;
+        last = end;
     }
     out.push_str(&src[last..]);
     out
@@ -522,28 +562,23 @@ mod tests {
     }
 
     #[test]
-    fn sprintf_calls_are_redirected() {
+    fn negated_calls_without_braces_get_a_body_for_the_guard() {
         assert_eq!(
-            redirect_call(
-                "m := sprintf(\"sprintf(%v)\", [x.sprintf(1)])",
-                "sprintf",
-                crate::gosprintf::NAME
-            ),
-            "m := __gk_sprintf(\"sprintf(%v)\", [x.sprintf(1)])"
+            hoist_not_call_args("p if not f(input.a.b)\nq if { not g(x.y) }\n"),
+            "p if { _ = input.a.b; not f(input.a.b) }\nq if { _ = x.y; not g(x.y) }\n"
         );
     }
 
     #[test]
-    fn regex_match_calls_are_redirected_unless_mocked() {
-        assert_eq!(
-            rewrite(
-                "package a\nv { not regex.match(\"^x$\", y.regex.match(1)) }\n",
-                false
-            ),
-            "package a\nv { not __gk_regex_match(\"^x$\", y.regex.match(1)) }\n"
-        );
-        let mocked = "package a\nv { regex.match(\"x\", \"y\") with regex.match as f }\n";
-        assert!(rewrite(mocked, false).contains(" regex.match(\"x\""));
+    fn bracket_depth_counts_code_only() {
+        assert_eq!(bracket_depth("a { [ {\n \"[[[[\" } ] }"), (3, 1));
+        assert_eq!(bracket_depth("x\n# [[[[\ny := [[1]]"), (2, 3));
+    }
+
+    #[test]
+    fn contains_terms_are_not_bodies() {
+        let src = "violation contains {\"msg\": m} {\n  m := 1\n}\n";
+        assert_eq!(split_multi_body(src), src);
     }
 
     #[test]

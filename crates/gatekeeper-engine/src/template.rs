@@ -1,4 +1,4 @@
-//! ConstraintTemplate ingestion (`../shared/spec/gatekeeper.md` §3.1): versions, name vs CRD
+//! ConstraintTemplate ingestion (see `docs/gatekeeper-semantics.md`): versions, name vs CRD
 //! kind, the single admission target, legacy `rego`/`libs` and `code` entries, Rego v0/v1,
 //! the import and `data` ref rules, the required `violation` rule, and one regorus compile per
 //! template.
@@ -48,6 +48,10 @@ fn invalid(name: &str, reason: impl Into<String>) -> EngineError {
         reason: reason.into(),
     }
 }
+
+/// The name of the template's own module in error locations, as the constraint framework
+/// names it (libs are `template1`, `template2`, …).
+pub(crate) const ENTRY_MODULE: &str = "template";
 
 /// Turns a regorus error (multi-line, with a source excerpt) into `<file>:<line>: <message>`.
 pub(crate) fn one_line_error(error: &impl std::fmt::Display) -> String {
@@ -270,20 +274,21 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
     engine.set_rego_v0(!code.v1);
     engine.set_strict_builtin_errors(false);
     engine.set_gather_prints(true);
-    engine
-        .add_extension(
-            crate::gosprintf::NAME.to_string(),
-            2,
-            Box::new(crate::gosprintf::extension),
-        )
-        .map_err(|e| bad(one_line_error(&e)))?;
-    engine
-        .add_extension(
-            crate::regexmatch::NAME.to_string(),
-            2,
-            Box::new(crate::regexmatch::extension),
-        )
-        .map_err(|e| bad(one_line_error(&e)))?;
+    crate::extensions::register(&mut engine, code.v1).map_err(|e| bad(one_line_error(&e)))?;
+    let modules = std::iter::once((ENTRY_MODULE.to_string(), &code.rego)).chain(
+        code.libs
+            .iter()
+            .enumerate()
+            .map(|(i, lib)| (format!("template{}", i + 1), lib)),
+    );
+    for (module, source) in modules {
+        crate::limits::check_source_nesting(&module, source).map_err(|feature| {
+            EngineError::Unsupported {
+                name: name.to_string(),
+                feature,
+            }
+        })?;
+    }
     for (i, lib) in code.libs.iter().enumerate() {
         let package = engine
             .add_policy(format!("template{}", i + 1), rewrite::rewrite(lib, code.v1))
@@ -296,7 +301,7 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
     }
     let package = engine
         .add_policy(
-            "template0".to_string(),
+            ENTRY_MODULE.to_string(),
             rewrite::rewrite(&code.rego, code.v1),
         )
         .map_err(|e| bad(one_line_error(&e)))?;
@@ -305,16 +310,26 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
             "template package {package} collides with the lib prefix"
         )));
     }
+    let modules = engine.get_modules().clone();
+    crate::analysis::check(&modules, code.v1).map_err(|refusal| match refusal {
+        crate::analysis::Refusal::Invalid(text) => invalid(
+            name,
+            format!("unable to compile modules: 1 error occurred: {text}"),
+        ),
+        crate::analysis::Refusal::Unsupported(feature) => EngineError::Unsupported {
+            name: name.to_string(),
+            feature,
+        },
+    })?;
     let rule = format!("{package}.violation");
     // Prepare now (analysis, scheduling, safety checks) so compile errors surface here.
     engine.set_input(regorus::Value::new_object());
     engine
         .add_data(inventory_root())
         .map_err(|e| bad(one_line_error(&e)))?;
-    engine
-        .eval_rule(rule.clone())
-        .map_err(|e| bad(one_line_error(&e)))?;
-    let _ = engine.take_prints();
+    if let Some(error) = crate::limits::prepare(&mut engine, &rule) {
+        return Err(bad(one_line_error(&error)));
+    }
     engine.clear_data();
     Ok((engine, rule))
 }

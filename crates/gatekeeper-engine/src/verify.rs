@@ -1,6 +1,13 @@
 //! `gator verify`: runs Suite files (`test.gatekeeper.sh/v1alpha1`, kind `Suite`) against the
-//! embedded engine with the rules of `../shared/spec/gatekeeper.md` §1.3 and renders gator's
+//! embedded engine with gator's rules (see `docs/gatekeeper-semantics.md`) and renders gator's
 //! output (`--- FAIL` lines, `ok`/`FAIL` per suite, `PASS`/`FAIL` last).
+//!
+//! Unlike gator, the files a Suite names must stay inside the Suite's directory tree (an
+//! absolute path, `..` or a symlink leading out is refused unless
+//! [`VerifyOptions::allow_outside_suite`]), every file is read capped
+//! ([`crate::MAX_FILE_BYTES`] each, [`SUITE_BUDGET`] per Suite) and errors name files, never
+//! quote them. Assertion messages and `--run` filters are Go regular expressions
+//! ([`crate::goregex`]); a test with `expansion:` fails as unsupported.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -10,8 +17,22 @@ use serde_json::Value;
 
 use crate::engine::GATOR_ENFORCEMENT_POINT;
 use crate::error::EngineError;
+use crate::goregex;
 use crate::matching::{group_version, str_at};
-use crate::reader::{read_verify_file, yaml_to_json};
+use crate::reader::{MAX_FILE_BYTES, json_type, read_verify_file_within, yaml_to_json};
+
+/// The most all files of one Suite (the Suite, templates, constraints, objects, inventories)
+/// may weigh together.
+pub const SUITE_BUDGET: u64 = 256 << 20;
+
+/// How `verify` runs.
+#[derive(Debug, Clone, Default)]
+pub struct VerifyOptions {
+    /// Only tests/cases matching this Go regex (`TEST//CASE` for both).
+    pub filter: Option<String>,
+    /// Let Suites name files outside their own directory tree.
+    pub allow_outside_suite: bool,
+}
 use crate::review::{Inventory, PolicySet, ReviewRequest, ReviewStats};
 
 /// An error that stops `verify` before any suite runs.
@@ -63,7 +84,9 @@ impl Filter {
             if part.is_empty() {
                 Ok(None)
             } else {
-                Regex::new(part).map(Some).map_err(|e| bad(e.to_string()))
+                goregex::compile(part)
+                    .map(Some)
+                    .map_err(|e| bad(e.to_string()))
             }
         };
         let parts: Vec<&str> = text.split("//").collect();
@@ -101,9 +124,9 @@ impl Filter {
     }
 }
 
-/// Runs every Suite under `paths` (a trailing `/...` means recursive), with the `--run` filter.
-pub fn run(paths: &[String], filter: Option<&str>) -> Result<VerifyOutcome, VerifyError> {
-    let filter = Filter::parse(filter)?;
+/// Runs every Suite under `paths` (a trailing `/...` means recursive).
+pub fn run(paths: &[String], options: &VerifyOptions) -> Result<VerifyOutcome, VerifyError> {
+    let filter = Filter::parse(options.filter.as_deref())?;
     let mut suites = Vec::new();
     for path in paths {
         suites.extend(list_suites(path)?);
@@ -113,7 +136,8 @@ pub fn run(paths: &[String], filter: Option<&str>) -> Result<VerifyOutcome, Veri
     let mut passed = true;
     for (path, suite) in suites {
         let started = Instant::now();
-        let (text, ok) = run_suite(&path, &suite, &filter);
+        let files = SuiteFiles::new(&path, options.allow_outside_suite);
+        let (text, ok) = run_suite(&files, &suite, &filter);
         output.push_str(&text);
         output.push_str(&format!(
             "{}\t{}\t{:.3}s\n",
@@ -164,8 +188,14 @@ fn list_suites(arg: &str) -> Result<Vec<(PathBuf, Value)>, VerifyError> {
     }
     let mut suites = Vec::new();
     for file in files {
-        let text = std::fs::read_to_string(&file)
-            .map_err(|e| listing(format!("reading {}: {e}", file.display())))?;
+        let text = bounded_input::read_file_to_string(&file, MAX_FILE_BYTES)
+            .map_err(|e| listing(format!("reading {e}")))?;
+        bounded_input::check_yaml_nesting(&text, bounded_input::YAML_MAX_DEPTH).map_err(|e| {
+            listing(format!(
+                "invalid yaml: parsing yaml file {:?}: {e}",
+                file.display()
+            ))
+        })?;
         let first = serde_yaml::Deserializer::from_str(&text).next();
         let value = match first {
             None => Value::Null,
@@ -180,8 +210,9 @@ fn list_suites(arg: &str) -> Result<Vec<(PathBuf, Value)>, VerifyError> {
         };
         if !(value.is_object() || value.is_null()) {
             return Err(listing(format!(
-                "invalid yaml: parsing yaml file {:?}: top-level value is not a mapping",
-                file.display()
+                "invalid yaml: parsing yaml file {:?}: top-level value is {}, not a mapping",
+                file.display(),
+                json_type(&value)
             )));
         }
         let (group, _) = group_version(str_at(&value, &["apiVersion"]));
@@ -192,13 +223,15 @@ fn list_suites(arg: &str) -> Result<Vec<(PathBuf, Value)>, VerifyError> {
     Ok(suites)
 }
 
+/// The YAML files of `dir` (and below, when `recursive`), sorted; symlinked directories are not
+/// followed (as Go's `fs.WalkDir` does not), so a link to a parent cannot loop.
 fn collect_yaml(dir: &Path, recursive: bool, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
     let mut entries = std::fs::read_dir(dir)?
         .map(|e| e.map(|e| e.path()))
         .collect::<Result<Vec<_>, _>>()?;
     entries.sort();
     for entry in entries {
-        if entry.is_dir() {
+        if std::fs::symlink_metadata(&entry)?.is_dir() {
             if recursive {
                 collect_yaml(&entry, recursive, out)?;
             }
@@ -221,13 +254,81 @@ fn name_of(value: &Value) -> String {
         .to_string()
 }
 
+/// Reads the files one Suite names: relative to its directory, inside its tree unless allowed,
+/// all of them within one budget.
+struct SuiteFiles {
+    /// The Suite file.
+    suite: PathBuf,
+    /// Its directory.
+    dir: PathBuf,
+    allow_outside: bool,
+    budget: std::cell::RefCell<bounded_input::Budget>,
+}
+
+impl SuiteFiles {
+    fn new(suite: &Path, allow_outside: bool) -> SuiteFiles {
+        SuiteFiles {
+            suite: suite.to_path_buf(),
+            dir: suite.parent().unwrap_or(Path::new(".")).to_path_buf(),
+            allow_outside,
+            budget: std::cell::RefCell::new(bounded_input::Budget::new(SUITE_BUDGET)),
+        }
+    }
+
+    /// The path `name` refers to; refused when it leaves the Suite's directory tree, by its
+    /// own components or through a symlink.
+    fn resolve(&self, name: &str) -> Result<PathBuf, String> {
+        let path = self.dir.join(name);
+        if self.allow_outside {
+            return Ok(path);
+        }
+        let outside = || {
+            format!(
+                "{name:?} is outside the Suite's directory {} (use --allow-outside-suite to allow it)",
+                self.dir.display()
+            )
+        };
+        if Path::new(name).is_absolute() || escapes(Path::new(name)) {
+            return Err(outside());
+        }
+        if let (Ok(real), Ok(root)) = (path.canonicalize(), self.dir.canonicalize())
+            && !real.starts_with(&root)
+        {
+            return Err(outside());
+        }
+        Ok(path)
+    }
+
+    /// Every object of the file `name`.
+    fn read(&self, name: &str) -> Result<Vec<Value>, String> {
+        let path = self.resolve(name)?;
+        read_verify_file_within(&path, &mut self.budget.borrow_mut())
+            .map_err(|e| format!("{:#}", anyhow::Error::new(e)))
+    }
+}
+
+/// Whether a relative path climbs above where it starts (`../x`, `a/../../x`).
+fn escapes(path: &Path) -> bool {
+    let mut depth: i32 = 0;
+    for component in path.components() {
+        match component {
+            std::path::Component::ParentDir => depth -= 1,
+            std::path::Component::Normal(_) => depth += 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return true;
+        }
+    }
+    false
+}
+
 /// Runs one suite; returns its output lines and whether it passed.
-fn run_suite(path: &Path, suite: &Value, filter: &Filter) -> (String, bool) {
+fn run_suite(files: &SuiteFiles, suite: &Value, filter: &Filter) -> (String, bool) {
     let mut out = String::new();
     if flag(suite, "skip") {
         return (out, true);
     }
-    let dir = path.parent().unwrap_or(Path::new("."));
     let mut ok = true;
     for test in suite
         .get("tests")
@@ -248,7 +349,7 @@ fn run_suite(path: &Path, suite: &Value, filter: &Filter) -> (String, bool) {
         let started = Instant::now();
         let mut case_text = String::new();
         let mut test_failed = false;
-        let test_error = match load_policies(dir, test) {
+        let test_error = match load_policies(files, test) {
             Err(e) => Some(e),
             Ok(None) => None,
             Ok(Some(policies)) => {
@@ -258,7 +359,7 @@ fn run_suite(path: &Path, suite: &Value, filter: &Filter) -> (String, bool) {
                         continue;
                     }
                     let case_started = Instant::now();
-                    if let Err(e) = run_case(dir, &policies, case) {
+                    if let Err(e) = run_case(files, &policies, case) {
                         test_failed = true;
                         case_text.push_str(&format!(
                             "    --- FAIL: {case_name}\t({:.3}s)\n        {e}\n",
@@ -284,12 +385,15 @@ fn run_suite(path: &Path, suite: &Value, filter: &Filter) -> (String, bool) {
     (out, ok)
 }
 
-fn read_one(dir: &Path, file: &str) -> Result<Vec<Value>, String> {
-    read_verify_file(&dir.join(file)).map_err(|e| format!("{:#}", anyhow::Error::new(e)))
-}
-
 /// Loads a test's template and constraint. `Ok(None)`: an `invalid: true` test that passed.
-fn load_policies(dir: &Path, test: &Value) -> Result<Option<PolicySet>, String> {
+fn load_policies(files: &SuiteFiles, test: &Value) -> Result<Option<PolicySet>, String> {
+    if let Some(expansion) = test.get("expansion").and_then(Value::as_str) {
+        return Err(format!(
+            "unsupported: expansion: the test names the ExpansionTemplate {expansion:?}, and \
+             expansion is not applied by the embedded engine ({})",
+            files.suite.display()
+        ));
+    }
     let template_path = test.get("template").and_then(Value::as_str).unwrap_or("");
     let constraint_path = test.get("constraint").and_then(Value::as_str).unwrap_or("");
     if template_path.is_empty() {
@@ -298,7 +402,8 @@ fn load_policies(dir: &Path, test: &Value) -> Result<Option<PolicySet>, String> 
     if constraint_path.is_empty() {
         return Err("invalid test: missing constraint".to_string());
     }
-    let template = read_one(dir, template_path)
+    let template = files
+        .read(template_path)
         .map_err(|e| format!("adding template: {e}"))?
         .into_iter()
         .next()
@@ -309,10 +414,12 @@ fn load_policies(dir: &Path, test: &Value) -> Result<Option<PolicySet>, String> 
         ));
     }
     let mut policies = PolicySet::new();
-    policies
-        .add_template(&template)
-        .map_err(|e| format!("adding template: {e}"))?;
-    let constraint = read_one(dir, constraint_path)?
+    policies.add_template(&template).map_err(|e| match e {
+        EngineError::Unsupported { .. } => format!("{e} (in {template_path:?})"),
+        other => format!("adding template: {other}"),
+    })?;
+    let constraint = files
+        .read(constraint_path)?
         .into_iter()
         .next()
         .ok_or_else(|| format!("missing objects in {constraint_path:?}"))?;
@@ -338,7 +445,7 @@ fn load_policies(dir: &Path, test: &Value) -> Result<Option<PolicySet>, String> 
 }
 
 /// Runs one case; `Err` carries the failure text.
-fn run_case(dir: &Path, policies: &PolicySet, case: &Value) -> Result<(), String> {
+fn run_case(files: &SuiteFiles, policies: &PolicySet, case: &Value) -> Result<(), String> {
     let object_path = case.get("object").and_then(Value::as_str).unwrap_or("");
     if object_path.is_empty() {
         return Err("invalid Case: must define object".to_string());
@@ -351,7 +458,7 @@ fn run_case(dir: &Path, policies: &PolicySet, case: &Value) -> Result<(), String
     if assertions.is_empty() {
         return Err("invalid Case: assertions must be non-empty".to_string());
     }
-    let objects = read_one(dir, object_path)?;
+    let objects = files.read(object_path)?;
     let object = match objects.len() {
         0 => return Err(format!("missing objects: {object_path:?}")),
         1 => &objects[0],
@@ -369,7 +476,7 @@ fn run_case(dir: &Path, policies: &PolicySet, case: &Value) -> Result<(), String
         .flatten()
         .filter_map(Value::as_str)
     {
-        inventory_objects.extend(read_one(dir, file)?);
+        inventory_objects.extend(files.read(file)?);
     }
     let inventory = Inventory::new(&inventory_objects)
         .map_err(|e| format!("unable to add object to data.inventory: {e}"))?;
@@ -382,13 +489,15 @@ fn run_case(dir: &Path, policies: &PolicySet, case: &Value) -> Result<(), String
     };
     let mut evaluator = policies.evaluator(&inventory).map_err(|e| e.to_string())?;
     let mut stats = ReviewStats::default();
-    let results = evaluator.review(
-        policies,
-        &request,
-        None,
-        GATOR_ENFORCEMENT_POINT,
-        &mut stats,
-    );
+    let results = evaluator
+        .review(
+            policies,
+            &request,
+            None,
+            GATOR_ENFORCEMENT_POINT,
+            &mut stats,
+        )
+        .map_err(|e| e.to_string())?;
     let messages: Vec<&str> = results.iter().map(|r| r.result.msg.as_str()).collect();
     for assertion in &assertions {
         check_assertion(assertion, &messages)?;
@@ -402,8 +511,8 @@ fn check_assertion(assertion: &Value, messages: &[&str]) -> Result<(), String> {
     let matching = match message {
         None => messages.len(),
         Some(pattern) => {
-            let re = Regex::new(pattern)
-                .map_err(|e| format!("invalid message regex {pattern:?}: {e}"))?;
+            let re = goregex::compile(pattern)
+                .map_err(|e| format!("invalid assertion: message {pattern:?}: {e}"))?;
             messages.iter().filter(|m| re.is_match(m)).count()
         }
     };
@@ -411,10 +520,7 @@ fn check_assertion(assertion: &Value, messages: &[&str]) -> Result<(), String> {
         Some(pattern) => format!("got {matching} violations containing {pattern:?}"),
         None => format!("got {matching} violations"),
     };
-    let suffix = match message {
-        Some(_) => String::new(),
-        None => format!(": got messages [{}]", messages.join(" ")),
-    };
+    let suffix = format!(": got messages [{}]", messages.join(" "));
     let fail = |want: String| {
         Err(format!(
             "unexpected number of violations: {got} but want {want}{suffix}"
@@ -478,10 +584,41 @@ mod tests {
             check_assertion(&json!({"violations": 3, "message": "missing"}), &msgs).unwrap_err();
         assert_eq!(
             err,
-            "unexpected number of violations: got 2 violations containing \"missing\" but want exactly 3"
+            "unexpected number of violations: got 2 violations containing \"missing\" but want exactly 3: got messages [a missing b missing]"
         );
         assert!(check_assertion(&json!({"violations": "maybe"}), &msgs).is_err());
         assert!(check_assertion(&json!({"violations": -1}), &msgs).is_err());
+    }
+
+    #[test]
+    fn messages_are_go_regular_expressions() {
+        let msgs = [r#"you must provide labels: {"owner"}"#];
+        let literal_braces = json!({"violations": 1, "message": r#"labels: {"owner"}"#});
+        assert!(check_assertion(&literal_braces, &msgs).is_ok());
+        let err = check_assertion(&json!({"message": "a**"}), &msgs).unwrap_err();
+        assert!(
+            err.starts_with("invalid assertion: message \"a**\": error parsing regexp"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn listing_does_not_follow_a_symlink_loop() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("a")).unwrap();
+        std::os::unix::fs::symlink(dir.path(), dir.path().join("a/loop")).unwrap();
+        std::fs::write(dir.path().join("a/x.yaml"), "a: 1\n").unwrap();
+        let mut files = Vec::new();
+        collect_yaml(dir.path(), true, &mut files).unwrap();
+        assert_eq!(files, vec![dir.path().join("a/x.yaml")]);
+    }
+
+    #[test]
+    fn paths_that_climb_out_are_found() {
+        assert!(escapes(Path::new("../x.yaml")));
+        assert!(escapes(Path::new("a/../../x.yaml")));
+        assert!(!escapes(Path::new("a/../b/x.yaml")));
+        assert!(!escapes(Path::new("samples/x.yaml")));
     }
 
     #[test]

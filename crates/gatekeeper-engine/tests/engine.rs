@@ -1,6 +1,6 @@
-//! `gator test` semantics of [`gatekeeper_engine::Engine`]: ingestion rules (§3.1, §3.2),
-//! review shape and results (§3.3–§3.6), the attached-namespace quirks (§2.2, §2.3) and the
-//! enforcement actions (§1.2, §3.7) of `../shared/spec/gatekeeper.md`.
+//! `gator test` semantics of [`gatekeeper_engine::Engine`]: ingestion rules, review shape and
+//! results, the attached-namespace quirks and the enforcement actions (see
+//! `docs/gatekeeper-semantics.md`).
 
 use gatekeeper_engine::{
     Engine, EngineError, EngineOptions, NamespaceMode, ResultKind, ReviewResult,
@@ -36,6 +36,7 @@ fn review(objects: Vec<Value>) -> Vec<ReviewResult> {
     Engine::new(objects, EngineOptions::default())
         .expect("engine")
         .review_all()
+        .expect("review")
 }
 
 fn msgs(results: &[ReviewResult]) -> Vec<String> {
@@ -132,7 +133,7 @@ fn evaluation_errors_become_results_for_every_constraint_of_the_kind() {
         EngineOptions::default(),
     )
     .unwrap();
-    let outcome = engine.review_all_detailed();
+    let outcome = engine.review_all_detailed().expect("review");
     assert_eq!(outcome.results.len(), 2, "{:?}", outcome.results);
     for r in &outcome.results {
         assert_eq!(r.kind, ResultKind::EvalError);
@@ -143,7 +144,7 @@ fn evaluation_errors_become_results_for_every_constraint_of_the_kind() {
             "{}",
             r.result.msg
         );
-        assert!(r.result.msg.starts_with("template0:"), "{}", r.result.msg);
+        assert!(r.result.msg.starts_with("template:"), "{}", r.result.msg);
         assert_eq!(r.result.details, None);
     }
 }
@@ -178,7 +179,8 @@ fn gator_test_attaches_an_empty_namespace_to_cluster_scoped_objects() {
         ];
         let gator = Engine::new(objects.clone(), EngineOptions::default())
             .unwrap()
-            .review_all();
+            .review_all()
+            .expect("review");
         assert_eq!(!gator.is_empty(), expect, "gator test with {m}");
         let audit = Engine::new(
             objects,
@@ -188,7 +190,8 @@ fn gator_test_attaches_an_empty_namespace_to_cluster_scoped_objects() {
             },
         )
         .unwrap()
-        .review_all();
+        .review_all()
+        .expect("review");
         let audit_expect = !m.get("scope").is_some_and(|s| s == "Namespaced");
         assert_eq!(!audit.is_empty(), audit_expect, "audit with {m}");
     }
@@ -209,7 +212,7 @@ fn namespace_selector_uses_input_namespaces_default_and_autorejects_the_rest() {
         EngineOptions::default(),
     )
     .unwrap();
-    let results = engine.review_all_detailed().results;
+    let results = engine.review_all_detailed().expect("review").results;
     assert_eq!(results.len(), 2, "{results:?}");
     let default = results
         .iter()
@@ -242,7 +245,7 @@ fn audit_mode_skips_unknown_namespaces_and_sets_namespace_object() {
         EngineOptions { namespace_mode: NamespaceMode::Audit, ..EngineOptions::default() },
     )
     .unwrap()
-    .review_all();
+    .review_all().expect("review");
     assert_eq!(msgs(&results), vec!["blue"]);
 }
 
@@ -320,7 +323,7 @@ fn template_ingestion_errors_name_the_template() {
     )]);
     assert!(
         e.to_string().starts_with(
-            "adding template \"broken\": invalid ConstraintTemplate: invalid rego: template0:"
+            "adding template \"broken\": invalid ConstraintTemplate: invalid rego: template:"
         ),
         "{e}"
     );
@@ -475,7 +478,10 @@ fn legacy_schema_templates_accept_unknown_parameters_and_defaults_apply() {
         EngineOptions::default(),
     )
     .unwrap();
-    assert_eq!(msgs(&engine.review_all()), vec![r#"{"extra":true,"n":7}"#]);
+    assert_eq!(
+        msgs(&engine.review_all().expect("review")),
+        vec![r#"{"extra":true,"n":7}"#]
+    );
     let held = engine.constraint_object("Params", "c").unwrap();
     assert_eq!(held["spec"]["enforcementAction"], json!("deny"));
     assert_eq!(held["spec"]["parameters"]["n"], json!(7));
@@ -535,7 +541,7 @@ fn constraints_with_equal_parameters_share_one_evaluation() {
         EngineOptions::default(),
     )
     .unwrap();
-    let outcome = engine.review_all_detailed();
+    let outcome = engine.review_all_detailed().expect("review");
     let mut got: Vec<(String, String, String)> = outcome
         .results
         .iter()
@@ -592,7 +598,7 @@ fn inventory_is_loaded_for_templates_whose_libs_read_it() {
         .collect();
     assert_eq!(uses, vec![("LibInv", true), ("Always", false)]);
     assert!(engine.policies().uses_inventory());
-    assert_eq!(msgs(&engine.review_all()), vec!["ns1,ns2"]);
+    assert_eq!(msgs(&engine.review_all().expect("review")), vec!["ns1,ns2"]);
 }
 
 #[test]

@@ -1,4 +1,4 @@
-//! The match conformance cases of `../shared/spec/gatekeeper.md` §2.5 (gatekeeper's
+//! The match conformance cases (gatekeeper's
 //! `TestMatch`, `Test_namesMatch`, the wildcard tests and `TestMatcher_Match`), run against
 //! [`gatekeeper_engine::matching::Match`].
 

@@ -1,42 +1,11 @@
-//! The regorus gaps of `../shared/spec/gatekeeper.md` §5, checked against regorus 0.14.1
-//! through the engine: the ones the wrapper closes assert OPA's answer; the ones it does not
-//! close assert (and so document) the difference from gator.
+//! The regorus 0.14.1 gaps (see `docs/gatekeeper-semantics.md`), checked through the engine:
+//! the ones the wrapper closes assert OPA's answer, so a regorus that changes its behaviour
+//! fails here; the ones it does not close assert (and so document) the difference from gator.
 
-use gatekeeper_engine::{Engine, EngineOptions};
-use serde_json::{Value, json};
+mod common;
 
-fn messages(rego: &str, libs: &[&str], object: Value) -> Vec<String> {
-    let kind = "Gap";
-    let objects = vec![
-        json!({
-            "apiVersion": "templates.gatekeeper.sh/v1",
-            "kind": "ConstraintTemplate",
-            "metadata": {"name": "gap"},
-            "spec": {
-                "crd": {"spec": {"names": {"kind": kind}}},
-                "targets": [{"target": "admission.k8s.gatekeeper.sh", "rego": rego, "libs": libs}]
-            }
-        }),
-        json!({
-            "apiVersion": "constraints.gatekeeper.sh/v1beta1", "kind": kind,
-            "metadata": {"name": "gap"},
-            "spec": {"match": {"kinds": [{"kinds": ["Thing"]}]}}
-        }),
-        object,
-    ];
-    let mut m: Vec<String> = Engine::new(objects, EngineOptions::default())
-        .expect("engine")
-        .review_all()
-        .into_iter()
-        .map(|r| r.msg)
-        .collect();
-    m.sort();
-    m
-}
-
-fn thing(spec: Value) -> Value {
-    json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t", "namespace": "default"}, "spec": spec})
-}
+use common::{messages, thing};
+use serde_json::json;
 
 /// G1: calls through `import data.lib.<pkg>.<func>` resolve (fixed upstream before 0.14).
 #[test]
@@ -126,4 +95,42 @@ fn sprintf_follows_go_fmt() {
 fn builtin_errors_are_not_strict() {
     let rego = "package gap\nviolation[{\"msg\": \"a\"}] { to_number(\"abc\") }\nviolation[{\"msg\": \"b\"}] { regex.match(\"[\", \"x\") }\nviolation[{\"msg\": \"c\"}] { true }\n";
     assert_eq!(messages(rego, &[], thing(json!({}))), vec!["c"]);
+}
+
+/// Class 2a: a comprehension's local variable may have the name of the variable it is assigned
+/// to (`found := [found | …]`: the inner `found` is local). regorus calls it unsafe; closed by
+/// renaming the inner variable.
+#[test]
+fn comprehension_local_named_like_its_target() {
+    let rego = "package gap\nviolation[{\"msg\": \"matched\"}] {\n  p := input.review.object.spec.pattern\n  found := [found | found = regex.match(p, input.review.object.spec.value)]\n  found[0]\n}\n";
+    assert_eq!(
+        messages(rego, &[], thing(json!({"pattern": "^a", "value": "abc"}))),
+        vec!["matched"]
+    );
+    assert!(messages(rego, &[], thing(json!({"pattern": "^a", "value": "xyz"}))).is_empty());
+}
+
+/// Class 2b: under `import future.keywords.contains` a v0 partial rule with an object literal
+/// and no `if` (`violation contains {"msg": msg} { … }`).
+#[test]
+fn v0_contains_without_if() {
+    let rego = "package gap\nimport future.keywords.contains\nviolation contains {\"msg\": msg} {\n  msg := sprintf(\"n is %v\", [input.review.object.spec.n])\n}\n";
+    assert_eq!(messages(rego, &[], thing(json!({"n": 2}))), vec!["n is 2"]);
+}
+
+/// Class 2c: a complete rule called with empty parentheses (`hosts()`). OPA's compiler (gator
+/// v3.21.1 checked) refuses it: `rego_type_error: undefined function data.template.hosts`; so
+/// does the embedded engine (regorus alone would look for a function at evaluation). A v0
+/// zero-argument function (`f() = x`, as gatekeeper-library's forbidden-sysctls has) is called
+/// with `f()`.
+#[test]
+fn v0_complete_rule_called_with_empty_parentheses_is_refused_like_gator() {
+    let rego = "package gap\nhosts = h { h := {\"a\", \"b\"} }\nviolation[{\"msg\": host}] {\n  host := hosts()[_]\n}\n";
+    let error = common::refusal(rego, &[], false);
+    assert!(
+        error.contains("template:4: rego_type_error: undefined function data.template.hosts"),
+        "{error}"
+    );
+    let function = "package gap\nhosts() = h { h := {\"a\", \"b\"} }\nviolation[{\"msg\": msg}] {\n  all := hosts()\n  msg := concat(\",\", all)\n}\n";
+    assert_eq!(messages(function, &[], thing(json!({}))), vec!["a,b"]);
 }

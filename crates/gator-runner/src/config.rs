@@ -156,7 +156,7 @@ pub struct EvaluatorConfig {
     pub gator: GatorConfig,
     /// The work dir: the gator cache and binary live under it, and gator runs in it.
     pub work_dir: PathBuf,
-    /// Limit on one gator run (default 300 s).
+    /// Limit on one gator run and on the embedded engine's evaluation (default 300 s).
     pub timeout: Duration,
     /// Download limits and trust for the pinned gator.
     pub fetch: FetchOptions,
@@ -175,6 +175,14 @@ impl EvaluatorConfig {
             fetch: FetchOptions::default(),
             engine_options: EngineOptions::default(),
         }
+    }
+
+    /// The embedded engine's options: [`EvaluatorConfig::engine_options`] with
+    /// [`EvaluatorConfig::timeout`] as its time budget when it has none of its own.
+    pub fn embedded_options(&self) -> EngineOptions {
+        let mut options = self.engine_options.clone();
+        options.time_budget = options.time_budget.or(Some(self.timeout));
+        options
     }
 
     /// Checks the configuration without touching the network.
@@ -201,7 +209,7 @@ pub enum BuildError {
 /// needs it and `gator.path` is not set.
 pub async fn build_evaluator(config: &EvaluatorConfig) -> Result<Box<dyn Evaluator>, BuildError> {
     config.validate()?;
-    let embedded = || Embedded::new(config.engine_options.clone());
+    let embedded = || Embedded::new(config.embedded_options());
     Ok(match config.engine {
         EngineKind::Embedded => Box::new(embedded()),
         EngineKind::Gator => Box::new(Gator::new(gator_runner(config, None).await?)),

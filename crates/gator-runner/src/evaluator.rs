@@ -103,7 +103,7 @@ impl Embedded {
         objects: impl IntoIterator<Item = serde_json::Value>,
     ) -> Result<Vec<ReviewResult>, EvaluatorError> {
         let engine = Engine::new(objects, self.options.clone())?;
-        Ok(engine.review_all())
+        Ok(engine.review_all()?)
     }
 }
 

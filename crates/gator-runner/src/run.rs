@@ -270,16 +270,18 @@ fn join(
 
 /// `Ok(None)` when the timeout passed first.
 fn wait_with_timeout(child: &mut Child, timeout: Duration) -> std::io::Result<Option<ExitStatus>> {
-    let deadline = Instant::now() + timeout;
+    // A timeout too long for the clock to add means "no deadline", never a panic.
+    let deadline = Instant::now().checked_add(timeout);
     loop {
         if let Some(status) = child.try_wait()? {
             return Ok(Some(status));
         }
         let now = Instant::now();
-        if now >= deadline {
+        if deadline.is_some_and(|deadline| now >= deadline) {
             return Ok(None);
         }
-        std::thread::sleep((deadline - now).min(Duration::from_millis(10)));
+        let left = deadline.map_or(Duration::MAX, |deadline| deadline - now);
+        std::thread::sleep(left.min(Duration::from_millis(10)));
     }
 }
 
@@ -441,4 +443,16 @@ pub fn canonical_json(value: &Value) -> String {
         }
     }
     sorted(value).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_timeout_too_long_for_the_clock_is_no_deadline_not_a_panic() {
+        let mut child = Command::new("true").spawn().expect("spawn true");
+        let status = wait_with_timeout(&mut child, Duration::MAX).expect("wait");
+        assert!(status.is_some_and(|s| s.success()));
+    }
 }

@@ -208,3 +208,36 @@ async fn pinned_gator_is_downloaded_verified_and_run() {
     let error = build_evaluator(&config).await.err().unwrap();
     assert!(matches!(error, BuildError::Fetch(_)), "{error:?}");
 }
+
+/// A template that loops for ever on its object: only the time budget stops it.
+fn endless_objects() -> Vec<serde_json::Value> {
+    let rego = "package endless\nviolation[{\"msg\": \"never\"}] {\n  some i\n  numbers.range(1, input.review.object.spec.size)[i]\n  some j\n  numbers.range(1, input.review.object.spec.size)[j]\n  i + j < 0\n}\n";
+    vec![
+        serde_json::json!({
+            "apiVersion": "templates.gatekeeper.sh/v1", "kind": "ConstraintTemplate",
+            "metadata": {"name": "endless"},
+            "spec": {"crd": {"spec": {"names": {"kind": "Endless"}}},
+                     "targets": [{"target": "admission.k8s.gatekeeper.sh", "rego": rego}]}
+        }),
+        serde_json::json!({"apiVersion": "constraints.gatekeeper.sh/v1beta1", "kind": "Endless", "metadata": {"name": "e"}}),
+        serde_json::json!({"apiVersion": "example.com/v1", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"size": 999999}}),
+    ]
+}
+
+#[test]
+fn the_embedded_engine_gets_the_configured_timeout_as_its_time_budget() {
+    let mut config = EvaluatorConfig::new(EngineKind::Embedded, GatorConfig::default(), "/tmp");
+    config.timeout = Duration::from_millis(300);
+    assert_eq!(
+        config.embedded_options().time_budget,
+        Some(Duration::from_millis(300))
+    );
+    let error = Embedded::new(config.embedded_options())
+        .evaluate_objects(endless_objects())
+        .unwrap_err();
+    assert_eq!(error.to_string(), "embedded engine failed");
+    assert_eq!(
+        std::error::Error::source(&error).map(ToString::to_string),
+        Some("the embedded engine did not finish within its time budget of 300ms".to_string())
+    );
+}

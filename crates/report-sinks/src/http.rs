@@ -1,23 +1,28 @@
 //! The one HTTP client both sinks send with: hyper + rustls (ring), finite timeouts, no redirects,
 //! and [`SendError`], whose every text is already free of secrets.
+//!
+//! Answers are classified by status alone: any 2xx is a success whatever its body. Of a body only
+//! a bounded prefix is ever read ([`MAX_BODY_BYTES`]); the rest is left unread (the connection is
+//! then not reused), so a server answering an endless body costs nothing. Error texts are
+//! redacted before they are shortened, so a cut never leaves half a secret.
 
 use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, Uri};
-use http_body_util::{BodyExt, Full, Limited};
+use http_body_util::{BodyExt, Full};
 use hyper_rustls::HttpsConnector;
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 
-use crate::secret::hide_all;
+use crate::secret::{Redactor, redactor_of};
 
 /// How much of an error body is kept for the error text (after redaction).
 const BODY_SNIPPET_CHARS: usize = 200;
-/// The largest response body read at all.
-const MAX_BODY_BYTES: usize = 64 * 1024;
+/// How much of a response body is read at all; the rest is never read.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
 
 /// Why a post or push failed. Every text is free of secrets: values come from [`crate::hide`]d
 /// strings or from fixed words.
@@ -175,18 +180,17 @@ impl HttpClient {
         let request = builder
             .body(Full::new(body))
             .map_err(|_| SendError::InvalidUrl)?;
+        let redactor = redactor_of(secrets);
         let exchange = async {
             let response = self
                 .client
                 .request(request)
                 .await
-                .map_err(|e| transport(&e, secrets))?;
+                .map_err(|e| transport(&e, &redactor))?;
             let (parts, body) = response.into_parts();
-            let body = Limited::new(body, MAX_BODY_BYTES)
-                .collect()
+            let body = body_prefix(body, MAX_BODY_BYTES, parts.status.is_success())
                 .await
-                .map_err(|e| SendError::Transport(hide_all(&chain(&*e), secrets)))?
-                .to_bytes();
+                .map_err(|e| transport(&*e, &redactor))?;
             Ok(Answer {
                 status: parts.status,
                 headers: parts.headers,
@@ -202,6 +206,48 @@ impl HttpClient {
     }
 }
 
+/// Reads at most `cap` bytes of `body`. The body of a success is not needed at all: reading
+/// stops at once, and an error while reading it does not matter.
+async fn body_prefix<B>(
+    mut body: B,
+    cap: usize,
+    success: bool,
+) -> Result<Bytes, Box<dyn std::error::Error + Send + Sync>>
+where
+    B: hyper::body::Body<Data = Bytes> + Unpin,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut prefix = Vec::new();
+    while prefix.len() < cap && !success {
+        let Some(frame) = body.frame().await else {
+            break;
+        };
+        match frame.map_err(Into::into)?.into_data() {
+            Ok(data) => {
+                let room = cap - prefix.len();
+                prefix.extend_from_slice(&data[..data.len().min(room)]);
+            }
+            Err(_trailers) => break,
+        }
+    }
+    Ok(Bytes::from(prefix))
+}
+
+/// The `Retry-After` of an answer in seconds, when it is a number; a number too large for `u64`
+/// saturates (it is "longer than anyone waits", not absent). HTTP dates are not used by Slack or
+/// Loki and count as absent.
+pub(crate) fn retry_after_secs(headers: &HeaderMap) -> Option<u64> {
+    let value = headers
+        .get(http::header::RETRY_AFTER)?
+        .to_str()
+        .ok()?
+        .trim();
+    if value.is_empty() || !value.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    Some(value.parse::<u64>().unwrap_or(u64::MAX))
+}
+
 /// Classifies a non-2xx answer other than 429 into a [`SendError`].
 pub(crate) fn failure(answer: &Answer, secrets: &[&str]) -> SendError {
     let status = answer.status.as_u16();
@@ -210,17 +256,17 @@ pub(crate) fn failure(answer: &Answer, secrets: &[&str]) -> SendError {
     }
     SendError::Status {
         status,
-        body: snippet(&answer.body, secrets),
+        body: snippet(&answer.body, &redactor_of(secrets)),
     }
 }
 
-/// The start of a body, redacted, on one line.
-pub(crate) fn snippet(body: &[u8], secrets: &[&str]) -> String {
+/// The start of a body on one line: redacted first, then shortened (see the module docs).
+pub(crate) fn snippet(body: &[u8], redactor: &Redactor) -> String {
     let text = String::from_utf8_lossy(body);
-    let one_line: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    let hidden = hide_all(&one_line, secrets);
-    let mut cut: String = hidden.chars().take(BODY_SNIPPET_CHARS).collect();
-    if cut.len() < hidden.len() {
+    let hidden = redactor.redact(&text);
+    let one_line: String = hidden.split_whitespace().collect::<Vec<_>>().join(" ");
+    let mut cut: String = one_line.chars().take(BODY_SNIPPET_CHARS).collect();
+    if cut.len() < one_line.len() {
         cut.push('…');
     }
     cut
@@ -240,6 +286,77 @@ fn chain(error: &(dyn std::error::Error + 'static)) -> String {
     text
 }
 
-fn transport(error: &hyper_util::client::legacy::Error, secrets: &[&str]) -> SendError {
-    SendError::Transport(hide_all(&chain(error), secrets))
+fn transport(error: &(dyn std::error::Error + 'static), redactor: &Redactor) -> SendError {
+    SendError::Transport(redactor.redact(&chain(error)))
+}
+
+#[cfg(test)]
+mod tests {
+    use proptest::prelude::*;
+
+    use super::*;
+
+    const HOOK: &str = "https://hooks.slack.example/services/T0001ABC/B0002XYZ/sEcReT7919tOkEn";
+
+    fn answer(status: u16, retry_after: &[u8], body: Vec<u8>) -> Answer {
+        let mut headers = HeaderMap::new();
+        if let Ok(value) = HeaderValue::from_bytes(retry_after) {
+            headers.insert(http::header::RETRY_AFTER, value);
+        }
+        Answer {
+            status: StatusCode::from_u16(status).unwrap_or(StatusCode::IM_A_TEAPOT),
+            headers,
+            body: Bytes::from(body),
+        }
+    }
+
+    #[test]
+    fn retry_after_saturates_and_ignores_what_is_no_number() {
+        let of = |value: &[u8]| retry_after_secs(&answer(429, value, Vec::new()).headers);
+        assert_eq!(of(b"7"), Some(7));
+        assert_eq!(of(b" 18446744073709551615 "), Some(u64::MAX));
+        assert_eq!(of(b"18446744073709551616"), Some(u64::MAX));
+        assert_eq!(of(b"-1"), None);
+        assert_eq!(of(b"Wed, 21 Oct 2015 07:28:00 GMT"), None);
+        assert_eq!(of(b""), None);
+    }
+
+    #[tokio::test]
+    async fn only_a_prefix_of_an_error_body_is_read_and_none_of_a_success() {
+        let body = Full::new(Bytes::from(vec![b'x'; 1 << 20]));
+        assert_eq!(body_prefix(body, 1024, false).await.unwrap().len(), 1024);
+        let body = Full::new(Bytes::from(vec![b'x'; 1 << 20]));
+        assert!(body_prefix(body, 1024, true).await.unwrap().is_empty());
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 512, ..ProptestConfig::default() })]
+
+        #[test]
+        fn classifying_any_answer_never_panics_or_leaks(
+            status in 100u16..1000,
+            retry_after in proptest::collection::vec(any::<u8>(), 0..30),
+            before in proptest::collection::vec(any::<u8>(), 0..400),
+            after in proptest::collection::vec(any::<u8>(), 0..400),
+            echo in 0usize..4,
+        ) {
+            let echoed = match echo {
+                0 => String::new(),
+                1 => HOOK.to_string(),
+                2 => HOOK.replace('/', "\\/").to_ascii_uppercase(),
+                _ => HOOK.replace('/', "%2F"),
+            };
+            let mut body = before;
+            body.extend_from_slice(echoed.as_bytes());
+            body.extend_from_slice(&after);
+            let answer = answer(status, &retry_after, body);
+            let _ = retry_after_secs(&answer.headers);
+            let error = failure(&answer, &[HOOK]);
+            let text = error.to_string();
+            prop_assert!(!text.to_ascii_lowercase().contains("secret7919token"), "{}", text);
+            if let SendError::Status { body, .. } = &error {
+                prop_assert!(body.chars().count() <= BODY_SNIPPET_CHARS + 1);
+            }
+        }
+    }
 }

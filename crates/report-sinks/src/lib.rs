@@ -14,8 +14,10 @@
 //!
 //! Secrets: webhook URLs and Loki credentials are held as [`secrecy::SecretString`] (inside
 //! [`WebhookUrl`] and [`loki::LokiAuth`]), whose `Debug` prints nothing and which has no
-//! `Display`. Every error text that could carry them goes through [`hide`], which removes the URL,
-//! its path and path segments, also when a server's error body echoes the path without a scheme.
+//! `Display`. Every error text that could carry them goes through [`hide`] (the workspace's one
+//! redactor, [`Redactor`]), which removes the URL, its path tails and its token in any encoding a
+//! server echoes them in (raw, case-folded, percent-encoded, JSON-escaped, wrapped), also when an
+//! error body echoes the path without a scheme; ordinary words of the path stay.
 //! A malformed webhook value fails with the fixed reason `invalid URL` ([`SendError::InvalidUrl`]).
 
 pub mod http;
@@ -30,7 +32,7 @@ pub use model::{
     AuditCheck, NamespaceReport, ObjectName, PolicyError, Report, RuleReport, RunStatus,
     RunSummary, TeamReport, ViolatingWorkload,
 };
-pub use secret::{WebhookUrl, hide};
+pub use secret::{REDACTED, Redactor, WebhookUrl, hide};
 pub use slack::{SlackMessage, SlackOptions, SlackPoster, SlackSink, TeamDigest, problems_message};
 
 /// A consumer of the report: renders the payloads it would send, without sending anything.

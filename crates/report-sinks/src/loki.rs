@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::Sink;
-use crate::http::{HttpClient, HttpOptions, SendError, failure};
+use crate::http::{HttpClient, HttpOptions, SendError, failure, retry_after_secs};
 use crate::model::Report;
 use crate::secret::parse_http_url;
 
@@ -289,11 +289,7 @@ impl LokiClient {
             return Ok(());
         }
         if answer.status == StatusCode::TOO_MANY_REQUESTS {
-            let retry_after_secs = answer
-                .headers
-                .get(http::header::RETRY_AFTER)
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<u64>().ok());
+            let retry_after_secs = retry_after_secs(&answer.headers);
             return Err(SendError::RateLimited {
                 retry_after_secs,
                 retried: false,

@@ -1,13 +1,12 @@
-//! Webhook URLs held as secrets, and [`hide`], the redaction every outgoing error text goes through.
+//! Webhook URLs held as secrets, and [`hide`], the redaction every outgoing error text goes
+//! through (the workspace's one redactor, [`redaction::Redactor`]).
 
 use std::fmt;
 
+pub use redaction::{REDACTED, Redactor};
 use secrecy::{ExposeSecret, SecretString};
 
 use crate::http::SendError;
-
-/// What a redacted fragment is replaced with.
-pub const REDACTED: &str = "[redacted]";
 
 /// A Slack webhook URL. Its `Debug` prints `WebhookUrl([redacted])`; it has no `Display`.
 ///
@@ -39,6 +38,11 @@ impl WebhookUrl {
         hide(text, self.secret.expose_secret())
     }
 
+    /// Adds this URL to `redactor` (its path tails, token, query and user info).
+    pub fn add_to(&self, redactor: &mut Redactor) {
+        redactor.add_url(self.secret.expose_secret());
+    }
+
     pub(crate) fn uri(&self) -> &http::Uri {
         &self.uri
     }
@@ -67,68 +71,20 @@ pub(crate) fn parse_http_url(value: &str) -> Result<http::Uri, SendError> {
         .map_err(|_| SendError::InvalidUrl)
 }
 
-/// Removes `secret` from `text`: the whole value and, when it is a URL, the URL without its
-/// scheme, its path (with and without the leading `/`, with its query), its query, its user
-/// info, and each path segment of 6 or more characters (Slack's token segments), in any of
-/// their percent-encoded or decoded forms. Each removed fragment becomes `[redacted]`.
-///
-/// Error bodies echo a webhook's path without scheme or host (`no_service: /services/T0/B0/x`);
-/// those are removed too.
+/// Removes `secret` from `text` in every encoding a server can echo it in (see
+/// [`Redactor`]): for a URL its path tails, token-like segments, query and user info too, also
+/// when a server's error body echoes the path without scheme or host.
 pub fn hide(text: &str, secret: &str) -> String {
-    let mut fragments: Vec<String> = vec![secret.to_string(), secret.trim().to_string()];
-    if let Ok(url) = url::Url::parse(secret.trim()) {
-        let full = url.as_str().to_string();
-        if let Some((_, rest)) = full.split_once("://") {
-            fragments.push(rest.to_string());
-        }
-        fragments.push(full);
-        let path = url.path();
-        if path.len() > 1 {
-            fragments.push(path.to_string());
-            fragments.push(path.trim_start_matches('/').to_string());
-            if let Some(query) = url.query() {
-                fragments.push(format!("{path}?{query}"));
-            }
-            for segment in path.split('/').filter(|s| s.len() >= 6) {
-                fragments.push(segment.to_string());
-            }
-        }
-        if let Some(query) = url.query().filter(|q| !q.is_empty()) {
-            fragments.push(query.to_string());
-        }
-        if !url.username().is_empty() {
-            fragments.push(url.username().to_string());
-        }
-        if let Some(password) = url.password() {
-            fragments.push(password.to_string());
-        }
-    }
-    let decoded: Vec<String> = fragments
-        .iter()
-        .filter_map(|f| {
-            url::form_urlencoded::parse(format!("x={f}").as_bytes())
-                .next()
-                .map(|(_, v)| v.into_owned())
-        })
-        .collect();
-    fragments.extend(decoded);
-    fragments.retain(|f| f.len() >= 2);
-    fragments.sort_by_key(|f| std::cmp::Reverse(f.len()));
-    fragments.dedup();
-    let mut out = text.to_string();
-    for fragment in &fragments {
-        if out.contains(fragment.as_str()) {
-            out = out.replace(fragment.as_str(), REDACTED);
-        }
-    }
-    out
+    redactor_of(&[secret]).redact(text)
 }
 
-/// Removes every secret of `secrets` from `text` ([`hide`] for each).
-pub(crate) fn hide_all(text: &str, secrets: &[&str]) -> String {
-    secrets
-        .iter()
-        .fold(text.to_string(), |acc, secret| hide(&acc, secret))
+/// A redactor that knows every secret of `secrets` (URLs, tokens, `Authorization` values).
+pub(crate) fn redactor_of(secrets: &[&str]) -> Redactor {
+    let mut redactor = Redactor::new();
+    for secret in secrets {
+        redactor.add_secret(secret);
+    }
+    redactor
 }
 
 #[cfg(test)]

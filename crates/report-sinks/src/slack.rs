@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::Sink;
-use crate::http::{HttpClient, HttpOptions, SendError, failure};
+use crate::http::{HttpClient, HttpOptions, SendError, failure, retry_after_secs};
 use crate::model::{PolicyError, Report, RuleReport, RunStatus, RunSummary, TeamReport};
 use crate::secret::WebhookUrl;
 
@@ -687,11 +687,7 @@ impl SlackPoster {
         if answer.status != StatusCode::TOO_MANY_REQUESTS {
             return Err(failure(&answer, &secrets));
         }
-        let retry_after = answer
-            .headers
-            .get(http::header::RETRY_AFTER)
-            .and_then(|v| v.to_str().ok())
-            .and_then(|v| v.trim().parse::<u64>().ok());
+        let retry_after = retry_after_secs(&answer.headers);
         let wait = Duration::from_secs(retry_after.unwrap_or(1));
         if wait > self.max_retry_after {
             return Err(SendError::RateLimited {

@@ -17,7 +17,9 @@
 //! list's `resourceVersion` (a token from another resourceVersion answers 410 Gone, as after
 //! etcd compaction), `metadata.resourceVersion`, `metadata.continue` and
 //! `metadata.remainingItemCount`, items in fixture order. Unknown paths answer 404 with a
-//! `Status` body; a missing or wrong bearer token answers 401.
+//! `Status` body; a missing or wrong bearer token answers 401. Faults ([`Fault`]) replace the
+//! answer of one path: a status, a delay, a truncated, non-JSON or huge body, an echo of the
+//! credential.
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
@@ -29,6 +31,7 @@ use http::StatusCode;
 use serde_json::{Value, json};
 
 use crate::server::{RecordedRequest, Reply, TestServer, respond, respond_json};
+use crate::slack::{EchoStyle, percent_decoded};
 use crate::tls::TestCa;
 
 /// The bearer token the fake accepts.
@@ -47,6 +50,22 @@ pub enum Fault {
     TruncatedBody,
     /// A 200 answer whose body is not JSON.
     NotJson,
+    /// This status with a `Status` body whose message echoes the request's `Authorization`
+    /// header in `style` (as a misbehaving proxy or webhook authenticator might).
+    EchoAuthorization {
+        /// The status.
+        status: u16,
+        /// How the echo is disguised.
+        style: EchoStyle,
+    },
+    /// This status with a body of `bytes` bytes (spaces: valid JSON whitespace that never ends
+    /// in a document).
+    Body {
+        /// The status.
+        status: u16,
+        /// The body's size.
+        bytes: usize,
+    },
 }
 
 #[derive(Debug, Clone)]
@@ -339,7 +358,7 @@ async fn answer(state: &Mutex<State>, request: RecordedRequest) -> Reply {
     };
     let continued = request
         .query_param("continue")
-        .map(|t| percent_decode(&t))
+        .map(|t| percent_decoded(&t.replace('+', " ")))
         .filter(|t| !t.is_empty());
     match fault {
         Some(Fault::Delay(delay)) => tokio::time::sleep(delay).await,
@@ -354,6 +373,18 @@ async fn answer(state: &Mutex<State>, request: RecordedRequest) -> Reply {
                 "text/html",
                 "<html><body>proxy error</body></html>",
             );
+        }
+        Some(Fault::EchoAuthorization { status, style }) => {
+            let credential = request.header("authorization").unwrap_or("");
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::UNAUTHORIZED);
+            return status_reply(
+                status,
+                &format!("invalid credential {}", style.apply(credential)),
+            );
+        }
+        Some(Fault::Body { status, bytes }) => {
+            let status = StatusCode::from_u16(status).unwrap_or(StatusCode::OK);
+            return respond_json(status, vec![b' '; bytes]);
         }
         _ => {}
     }
@@ -434,38 +465,6 @@ fn parse_token(token: &str) -> Option<(usize, u64)> {
     let rest = token.strip_prefix("o=")?.strip_suffix('+')?;
     let (offset, rv) = rest.split_once("&rv=")?;
     Some((offset.parse().ok()?, rv.parse().ok()?))
-}
-
-fn percent_decode(text: &str) -> String {
-    let bytes = text.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'%' if i + 2 < bytes.len() => {
-                let hex = std::str::from_utf8(&bytes[i + 1..i + 3]).unwrap_or("");
-                match u8::from_str_radix(hex, 16) {
-                    Ok(b) => {
-                        out.push(b);
-                        i += 3;
-                    }
-                    Err(_) => {
-                        out.push(b'%');
-                        i += 1;
-                    }
-                }
-            }
-            b'+' => {
-                out.push(b' ');
-                i += 1;
-            }
-            b => {
-                out.push(b);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 fn gone() -> Reply {

@@ -105,3 +105,15 @@ pub fn chain(error: &dyn std::error::Error) -> String {
     }
     text
 }
+
+/// Fetch options that trust only `ca` (the loopback HTTPS server's), with default limits.
+pub fn trusting(ca: &test_support::TestCa) -> gator_runner::FetchOptions {
+    gator_runner::FetchOptions {
+        download: gator_runner::download::DownloadOptions {
+            system_roots: false,
+            extra_ca_pem: Some(ca.ca_pem().to_string()),
+            ..Default::default()
+        },
+        ..Default::default()
+    }
+}

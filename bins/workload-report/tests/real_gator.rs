@@ -1,0 +1,218 @@
+//! The real gator (`test-support::real`) as the reference: `run --engine both` and `--engine
+//! gator` on the demo cluster give the embedded engine's report, and every `gator verify` suite
+//! under `fixtures/gatekeeper/` (found anew on every run) passes under the real `gator verify` as
+//! it does under ours, so a fixture that encodes a misreading of Gatekeeper fails here.
+
+mod real_common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use real_common::{demo_cluster, dry_run, normalized_out, root, run, write_config};
+use serde_json::{Value, json};
+use test_support::real::{Tool, require};
+
+#[test]
+fn real_gator_reports_like_the_embedded_engine_alone_and_in_both_mode() {
+    let Some(gator) = require(
+        Tool::Gator,
+        "real_gator_reports_like_the_embedded_engine_alone_and_in_both_mode",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let config = write_config(dir.path(), "config.yaml", None, "");
+    let demo = demo_cluster();
+    let snapshot = ["--snapshot", demo.to_str().unwrap()];
+    let binary = gator.bin("gator");
+    let embedded_out = dir.path().join("embedded");
+    dry_run(&config, &snapshot, &embedded_out, &[]).expect_code(0);
+    let mut expected = normalized_out(&embedded_out);
+
+    for engine in ["both", "gator"] {
+        let out = dir.path().join(engine);
+        let work = dir.path().join(format!("work-{engine}"));
+        let outcome = dry_run(
+            &config,
+            &snapshot,
+            &out,
+            &[
+                "--engine",
+                engine,
+                "--gator",
+                binary.to_str().unwrap(),
+                "--work",
+                work.to_str().unwrap(),
+            ],
+        );
+        outcome.expect_code(0);
+        if engine == "both" {
+            assert!(
+                outcome
+                    .stderr
+                    .contains("engines agree: embedded and gator gave the same results"),
+                "{}",
+                outcome.stderr
+            );
+        }
+        set_engine(&mut expected, engine);
+        assert_eq!(normalized_out(&out), expected, "engine {engine}");
+    }
+}
+
+/// The `engine` a normalized `--out` names in `run.json` and in the Loki run line.
+fn set_engine(out: &mut std::collections::BTreeMap<String, Value>, engine: &str) {
+    out.get_mut("run.json").unwrap()["engine"] = json!(engine);
+    for stream in out.get_mut("loki.json").unwrap()["streams"]
+        .as_array_mut()
+        .unwrap()
+    {
+        for pair in stream["values"].as_array_mut().unwrap() {
+            if pair[1]["type"] == "run" {
+                pair[1]["engine"] = json!(engine);
+            }
+        }
+    }
+}
+
+/// Every `suite.yaml` under `fixtures/gatekeeper/`, sorted.
+fn fixture_suites() -> Vec<PathBuf> {
+    let mut suites = Vec::new();
+    let mut pending = vec![root().join("fixtures/gatekeeper")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.file_name().is_some_and(|n| n == "suite.yaml") {
+                suites.push(path);
+            }
+        }
+    }
+    suites.sort();
+    suites
+}
+
+/// Whether a template the suite names carries a CEL (`K8sNativeValidation`) block: gator then
+/// evaluates the CEL by default, where the embedded engine evaluates the Rego.
+fn suite_has_cel(suite: &Path) -> bool {
+    let text = std::fs::read_to_string(suite).unwrap();
+    let dir = suite.parent().unwrap();
+    text.lines()
+        .filter_map(|line| line.trim().strip_prefix("template:"))
+        .map(|file| dir.join(file.trim().trim_matches('"')))
+        .any(|template| {
+            std::fs::read_to_string(&template)
+                .unwrap_or_else(|e| panic!("{}: {e}", template.display()))
+                .contains("K8sNativeValidation")
+        })
+}
+
+/// `gator verify SUITE` (CEL off for suites with CEL templates): success and the output. gator
+/// takes the suite relative to its working directory (it does not open absolute paths).
+fn gator_verify(gator: &Path, suite: &Path) -> (bool, String) {
+    let mut command = Command::new(gator);
+    command
+        .arg("verify")
+        .arg(suite.file_name().unwrap())
+        .current_dir(suite.parent().unwrap());
+    if suite_has_cel(suite) {
+        command.arg("--enable-k8s-native-validation=false");
+    }
+    let output = command
+        .env_clear()
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .unwrap();
+    (
+        output.status.success(),
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&output.stdout),
+            String::from_utf8_lossy(&output.stderr)
+        ),
+    )
+}
+
+/// `workload-report verify SUITE`: success and the output.
+fn our_verify(suite: &Path) -> (bool, String) {
+    let outcome = run(&["verify", suite.to_str().unwrap()], &[]);
+    (
+        outcome.code == 0,
+        format!("{}{}", outcome.stdout, outcome.stderr),
+    )
+}
+
+#[test]
+fn real_gator_verify_passes_every_fixture_suite_and_fails_a_misreading() {
+    let Some(gator) = require(
+        Tool::Gator,
+        "real_gator_verify_passes_every_fixture_suite_and_fails_a_misreading",
+    ) else {
+        return;
+    };
+    let binary = gator.bin("gator");
+    let suites = fixture_suites();
+    assert!(suites.len() >= 9, "{suites:?}");
+    let mut failures = Vec::new();
+    for suite in &suites {
+        let name = suite.strip_prefix(root()).unwrap().display().to_string();
+        let (real_ok, real_output) = gator_verify(&binary, suite);
+        let (our_ok, our_output) = our_verify(suite);
+        if !real_ok || !our_ok {
+            failures.push(format!(
+                "{name}: gator verify {}, workload-report verify {}\n--- gator ---\n{real_output}\n--- ours ---\n{our_output}",
+                if real_ok { "passes" } else { "FAILS" },
+                if our_ok { "passes" } else { "FAILS" },
+            ));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+
+    // The check can fail: a suite whose expectation is wrong fails under the real gator (and
+    // under ours).
+    let (source, misread) = misreading(&suites);
+    let copy = tempfile::tempdir().unwrap();
+    copy_dir(source.parent().unwrap(), copy.path());
+    let suite = copy.path().join("suite.yaml");
+    std::fs::write(&suite, misread).unwrap();
+    let (real_ok, real_output) = gator_verify(&binary, &suite);
+    assert!(
+        !real_ok,
+        "the real gator passed a wrong expectation:\n{real_output}"
+    );
+    assert!(real_output.contains("FAIL"), "{real_output}");
+    let (our_ok, our_output) = our_verify(&suite);
+    assert!(
+        !our_ok,
+        "workload-report verify passed a wrong expectation:\n{our_output}"
+    );
+}
+
+/// The first suite with a case asserting `violations: no`, and its text with that one
+/// assertion turned into `violations: yes`.
+fn misreading(suites: &[PathBuf]) -> (PathBuf, String) {
+    for suite in suites {
+        let text = std::fs::read_to_string(suite).unwrap();
+        if text.contains("- violations: no\n") {
+            return (
+                suite.clone(),
+                text.replacen("- violations: no\n", "- violations: yes\n", 1),
+            );
+        }
+    }
+    panic!("no fixture suite asserts `violations: no`")
+}
+
+fn copy_dir(from: &Path, to: &Path) {
+    for entry in std::fs::read_dir(from).unwrap() {
+        let path = entry.unwrap().path();
+        let target = to.join(path.file_name().unwrap());
+        if path.is_dir() {
+            std::fs::create_dir_all(&target).unwrap();
+            copy_dir(&path, &target);
+        } else {
+            std::fs::copy(&path, &target).unwrap();
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! cel-go's sets extension, which Kubernetes enables: `sets.contains(list, sublist)`,
+//! `sets.equivalent(a, b)` and `sets.intersects(a, b)`, with CEL equality between elements.
+
+use super::{Outcome, boolean, elements, take};
+use cel::common::types::LIST_TYPE;
+use cel::common::value::{CowVal, Val};
+use cel::{DeclarationError, Env};
+
+/// Registers the three set functions.
+pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
+    env.add_overload(
+        "sets.contains",
+        "k8s_sets_contains",
+        vec![LIST_TYPE, LIST_TYPE],
+        contains,
+    )?;
+    env.add_overload(
+        "sets.equivalent",
+        "k8s_sets_equivalent",
+        vec![LIST_TYPE, LIST_TYPE],
+        equivalent,
+    )?;
+    env.add_overload(
+        "sets.intersects",
+        "k8s_sets_intersects",
+        vec![LIST_TYPE, LIST_TYPE],
+        intersects,
+    )
+}
+
+/// Whether every element of `sub` equals some element of `of`.
+fn all_in(sub: &[&dyn Val], of: &[&dyn Val]) -> bool {
+    sub.iter().all(|a| of.iter().any(|b| a.equals(*b)))
+}
+
+fn contains<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
+    let [a, b] = take("sets.contains", args)?;
+    let (a, b) = (
+        elements("sets.contains", a.as_ref())?,
+        elements("sets.contains", b.as_ref())?,
+    );
+    boolean(all_in(&b, &a))
+}
+
+fn equivalent<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
+    let [a, b] = take("sets.equivalent", args)?;
+    let (a, b) = (
+        elements("sets.equivalent", a.as_ref())?,
+        elements("sets.equivalent", b.as_ref())?,
+    );
+    boolean(all_in(&a, &b) && all_in(&b, &a))
+}
+
+fn intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
+    let [a, b] = take("sets.intersects", args)?;
+    let (a, b) = (
+        elements("sets.intersects", a.as_ref())?,
+        elements("sets.intersects", b.as_ref())?,
+    );
+    boolean(a.iter().any(|x| b.iter().any(|y| x.equals(*y))))
+}

@@ -1,0 +1,465 @@
+//! The chart's dashboard and alert-rule queries against a real Loki after a real run: each query
+//! runs (Grafana's variables filled in: the run's cluster, every team, the run id, a one-hour
+//! range) and the known panels must show that run's numbers, taken from what the run says it
+//! pushed (`--out DIR/loki.json`): violations = the run's total, per-team rows adding up, the
+//! run visible to the missing-run rule and (while it is `ok`) not to the failed-run rule.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::Value;
+use test_support::real::RealLoki;
+
+use crate::chart::Release;
+use crate::chart_live::TENANT;
+
+/// What one run pushed, as the dashboard should show it.
+pub(crate) struct RunFacts {
+    run_id: String,
+    cluster: String,
+    total: f64,
+    status: String,
+    /// team → (total, namespaces), from the `team_total` lines.
+    teams: BTreeMap<String, (f64, f64)>,
+    /// (team, namespace, rule) → count, from the `summary` lines.
+    summaries: BTreeMap<(String, String, String), f64>,
+    /// The `violation` lines.
+    violations: Vec<Value>,
+}
+
+impl RunFacts {
+    /// Reads `<out>/loki.json`.
+    pub(crate) fn from_out(out: &Path) -> Result<RunFacts> {
+        let path = out.join("loki.json");
+        let push: Value = serde_json::from_str(&std::fs::read_to_string(&path)?)
+            .with_context(|| format!("{} is not JSON", path.display()))?;
+        let mut facts = RunFacts {
+            run_id: String::new(),
+            cluster: String::new(),
+            total: 0.0,
+            status: String::new(),
+            teams: BTreeMap::new(),
+            summaries: BTreeMap::new(),
+            violations: Vec::new(),
+        };
+        for stream in push["streams"].as_array().into_iter().flatten() {
+            for pair in stream["values"].as_array().into_iter().flatten() {
+                let line: Value = serde_json::from_str(pair[1].as_str().unwrap_or_default())?;
+                facts.add(&stream["stream"], line);
+            }
+        }
+        if facts.run_id.is_empty() {
+            bail!("{} has no run line", path.display());
+        }
+        Ok(facts)
+    }
+
+    /// The run's total.
+    pub(crate) fn total(&self) -> f64 {
+        self.total
+    }
+
+    /// Whether two runs pushed the same counts and violation lines (run ids aside).
+    pub(crate) fn same_counts(&self, other: &RunFacts) -> bool {
+        let without_run = |lines: &[Value]| -> Vec<Value> {
+            lines
+                .iter()
+                .map(|line| {
+                    let mut line = line.clone();
+                    if let Some(map) = line.as_object_mut() {
+                        map.remove("runId");
+                    }
+                    line
+                })
+                .collect()
+        };
+        self.total == other.total
+            && self.teams == other.teams
+            && self.summaries == other.summaries
+            && without_run(&self.violations) == without_run(&other.violations)
+    }
+
+    fn add(&mut self, labels: &Value, line: Value) {
+        let text = |key: &str| line[key].as_str().unwrap_or_default().to_string();
+        let number = |key: &str| line[key].as_f64().unwrap_or_default();
+        match line["type"].as_str().unwrap_or_default() {
+            "run" => {
+                self.run_id = text("runId");
+                self.cluster = labels["cluster"].as_str().unwrap_or_default().to_string();
+                self.total = number("total");
+                self.status = text("status");
+            }
+            "team_total" => {
+                self.teams
+                    .insert(text("team"), (number("total"), number("namespaces")));
+            }
+            "summary" => {
+                self.summaries.insert(
+                    (text("team"), text("namespace"), text("rule")),
+                    number("count"),
+                );
+            }
+            "violation" => self.violations.push(line),
+            _ => {}
+        }
+    }
+
+    /// A query with Grafana's variables filled in for this run.
+    fn fill(&self, expr: &str) -> String {
+        expr.replace("$cluster", &self.cluster)
+            .replace("$team", ".+")
+            .replace("$namespace", ".+")
+            .replace("$run", &self.run_id)
+            .replace("$__range", "1h")
+    }
+}
+
+/// Runs every dashboard query and checks the known panels' numbers.
+pub(crate) fn check_dashboard(loki: &RealLoki, release: &Release, facts: &RunFacts) -> Result<()> {
+    let dashboard = dashboard(release)?;
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for panel in dashboard["panels"].as_array().into_iter().flatten() {
+        let title = panel["title"].as_str().unwrap_or_default();
+        for target in panel["targets"].as_array().into_iter().flatten() {
+            let Some(expr) = target["expr"].as_str() else {
+                continue;
+            };
+            let instant = target["instant"] == true || target["queryType"] == "instant";
+            let answer = Answer::query(loki, &facts.fill(expr), instant);
+            if let Err(problem) = panel_shows_the_run(title, expr, &answer, facts) {
+                failures.push(format!("panel {title:?} ({expr}): {problem}"));
+            }
+            checked += 1;
+        }
+    }
+    for variable in dashboard["templating"]["list"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        let (Some(label), Some(stream)) = (
+            variable["query"]["label"].as_str(),
+            variable["query"]["stream"].as_str(),
+        ) else {
+            continue;
+        };
+        let values = loki.api(
+            TENANT,
+            &format!("label/{label}/values"),
+            &[("query", &facts.fill(stream))],
+        );
+        let values: BTreeSet<&str> = values
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str)
+            .collect();
+        let wanted: BTreeSet<&str> = match label {
+            "cluster" => BTreeSet::from([facts.cluster.as_str()]),
+            "team" => facts.teams.keys().map(String::as_str).collect(),
+            _ => BTreeSet::new(),
+        };
+        if values.is_empty() || !wanted.is_subset(&values) {
+            failures.push(format!(
+                "variable {label}: values {values:?}, expected {wanted:?}"
+            ));
+        }
+        checked += 1;
+    }
+    if !failures.is_empty() {
+        bail!(
+            "the dashboard does not show the run from the real Loki:\n  {}",
+            failures.join("\n  ")
+        );
+    }
+    eprintln!("chart: {checked} dashboard queries read the run back from the real Loki");
+    Ok(())
+}
+
+/// Runs the alert rules' Loki queries: the missing-run rule must count `runs` run lines and the
+/// failed-run rule `failed` partial or skipped ones.
+pub(crate) fn check_alerts(
+    loki: &RealLoki,
+    release: &Release,
+    facts: &RunFacts,
+    runs: usize,
+    failed: usize,
+) -> Result<()> {
+    let config_map = release
+        .objects
+        .iter()
+        .find(|o| {
+            o["kind"] == "ConfigMap" && o["data"]["workload-report-alert-rules.yaml"].is_string()
+        })
+        .context("no alert-rule ConfigMap")?;
+    let provisioning: Value = serde_yaml::from_str(
+        config_map["data"]["workload-report-alert-rules.yaml"]
+            .as_str()
+            .unwrap_or_default(),
+    )?;
+    let mut seen = BTreeSet::new();
+    for rule in provisioning["groups"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|g| g["rules"].as_array().into_iter().flatten())
+    {
+        let uid = rule["uid"].as_str().unwrap_or_default();
+        for query in rule["data"].as_array().into_iter().flatten() {
+            let Some(expr) = query["model"]["expr"].as_str() else {
+                continue;
+            };
+            if query["datasourceUid"] == "prometheus" || query["datasourceUid"] == "__expr__" {
+                continue;
+            }
+            let value = Answer::query(loki, &facts.fill(expr), true)?.sum();
+            let wanted = match uid {
+                "workload-report-missing" => runs,
+                "workload-report-failed" => failed,
+                _ => continue,
+            };
+            if value != wanted as f64 {
+                bail!(
+                    "alert {uid}: {expr} gives {value} from the real Loki, expected {wanted} \
+                     ({runs} run line(s), {failed} partial or skipped)"
+                );
+            }
+            seen.insert(uid.to_string());
+        }
+    }
+    if seen.len() != 2 {
+        bail!("expected the missing-run and failed-run rules' Loki queries, found {seen:?}");
+    }
+    eprintln!("chart: alert rules see {runs} run(s), {failed} failed, in the real Loki");
+    Ok(())
+}
+
+fn dashboard(release: &Release) -> Result<Value> {
+    let config_map = release
+        .objects
+        .iter()
+        .find(|o| o["kind"] == "ConfigMap" && o["data"]["workload-report.json"].is_string())
+        .context("no dashboard ConfigMap in the live render")?;
+    serde_json::from_str(
+        config_map["data"]["workload-report.json"]
+            .as_str()
+            .unwrap_or_default(),
+    )
+    .context("the dashboard JSON")
+}
+
+/// What one query gave.
+enum Answer {
+    /// An instant vector: (labels, value) per series.
+    Vector(Vec<(BTreeMap<String, String>, f64)>),
+    /// A range query of series: (labels, last value) per series.
+    Matrix(Vec<(BTreeMap<String, String>, f64)>),
+    /// A range query of lines.
+    Lines(Vec<String>),
+}
+
+impl Answer {
+    fn query(loki: &RealLoki, expr: &str, instant: bool) -> Result<Answer> {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)?
+            .as_nanos();
+        let result = if instant {
+            loki.try_api(
+                TENANT,
+                "query",
+                &[("query", expr), ("time", &now.to_string())],
+            )
+        } else {
+            let start = (now - 3_600_000_000_000).to_string();
+            let end = (now + 60_000_000_000).to_string();
+            let params = [
+                ("query", expr),
+                ("start", start.as_str()),
+                ("end", end.as_str()),
+                ("limit", "5000"),
+                ("direction", "forward"),
+            ];
+            loki.try_api(TENANT, "query_range", &params)
+        }
+        .map_err(anyhow::Error::msg)?;
+        let items = result.as_array().context("a result list")?;
+        let labels = |item: &Value, key: &str| -> BTreeMap<String, String> {
+            serde_json::from_value(item[key].clone()).unwrap_or_default()
+        };
+        let number = |pair: &Value| pair[1].as_str().and_then(|v| v.parse::<f64>().ok());
+        if instant {
+            let series = items
+                .iter()
+                .map(|i| (labels(i, "metric"), number(&i["value"]).unwrap_or(f64::NAN)))
+                .collect();
+            return Ok(Answer::Vector(series));
+        }
+        if items.iter().all(|i| i.get("metric").is_some()) && !items.is_empty() {
+            let series = items
+                .iter()
+                .map(|i| {
+                    let last = i["values"]
+                        .as_array()
+                        .and_then(|v| v.last())
+                        .and_then(number);
+                    (labels(i, "metric"), last.unwrap_or(f64::NAN))
+                })
+                .collect();
+            return Ok(Answer::Matrix(series));
+        }
+        let mut lines: Vec<String> = items
+            .iter()
+            .flat_map(|i| i["values"].as_array().into_iter().flatten())
+            .filter_map(|pair| pair[1].as_str().map(str::to_string))
+            .collect();
+        lines.sort();
+        Ok(Answer::Lines(lines))
+    }
+
+    fn sum(&self) -> f64 {
+        match self {
+            Answer::Vector(series) | Answer::Matrix(series) => series.iter().map(|(_, v)| v).sum(),
+            Answer::Lines(lines) => lines.len() as f64,
+        }
+    }
+
+    /// The series keyed by the values of `keys` (missing labels as "").
+    fn by(&self, keys: &[&str]) -> BTreeMap<Vec<String>, f64> {
+        match self {
+            Answer::Vector(series) | Answer::Matrix(series) => series
+                .iter()
+                .map(|(labels, value)| {
+                    let key = keys
+                        .iter()
+                        .map(|k| labels.get(*k).cloned().unwrap_or_default())
+                        .collect();
+                    (key, *value)
+                })
+                .collect(),
+            Answer::Lines(_) => BTreeMap::new(),
+        }
+    }
+
+    fn lines(&self) -> &[String] {
+        match self {
+            Answer::Lines(lines) => lines,
+            _ => &[],
+        }
+    }
+}
+
+/// Whether a known panel shows the run's numbers (other panels only have to run).
+fn panel_shows_the_run(
+    title: &str,
+    expr: &str,
+    answer: &Result<Answer>,
+    facts: &RunFacts,
+) -> std::result::Result<(), String> {
+    let answer = answer.as_ref().map_err(|e| format!("{e:#}"))?;
+    let per_team = |pick: fn(&(f64, f64)) -> f64| -> BTreeMap<Vec<String>, f64> {
+        facts
+            .teams
+            .iter()
+            .map(|(team, numbers)| (vec![team.clone()], pick(numbers)))
+            .collect()
+    };
+    let expect_number = |want: f64| {
+        let got = answer.sum();
+        if got == want {
+            Ok(())
+        } else {
+            Err(format!("shows {got}, the run pushed {want}"))
+        }
+    };
+    let expect_map = |got: BTreeMap<Vec<String>, f64>, want: BTreeMap<Vec<String>, f64>| {
+        if got == want {
+            Ok(())
+        } else {
+            Err(format!("shows {got:?}, the run pushed {want:?}"))
+        }
+    };
+    let violation_text = |v: &Value, key: &str| v[key].as_str().unwrap_or_default().to_string();
+    match title {
+        "Violations" => expect_number(facts.total),
+        "Teams with violations" => expect_number(
+            facts
+                .teams
+                .values()
+                .filter(|(total, _)| *total > 0.0)
+                .count() as f64,
+        ),
+        "Namespaces with violations" => {
+            expect_number(facts.teams.values().map(|(_, namespaces)| namespaces).sum())
+        }
+        "Per team" if expr.contains("unwrap total") => {
+            expect_map(answer.by(&["team"]), per_team(|(total, _)| *total))
+        }
+        "Per team" => expect_map(
+            answer.by(&["team"]),
+            per_team(|(_, namespaces)| *namespaces),
+        ),
+        "Trend per team (14 days, last run of each day)" => {
+            expect_map(answer.by(&["team"]), per_team(|(total, _)| *total))
+        }
+        "Per namespace" => expect_map(
+            answer.by(&["team", "namespace", "rule"]),
+            facts
+                .summaries
+                .iter()
+                .map(|((t, n, r), count)| (vec![t.clone(), n.clone(), r.clone()], *count))
+                .collect(),
+        ),
+        "Message categories" => {
+            let mut want: BTreeMap<Vec<String>, f64> = BTreeMap::new();
+            for violation in &facts.violations {
+                let key = vec![
+                    violation_text(violation, "rule"),
+                    violation_text(violation, "category"),
+                ];
+                *want.entry(key).or_default() += 1.0;
+            }
+            expect_map(answer.by(&["rule", "category"]), want)
+        }
+        "Silenced" => expect_number(facts.teams.get("silenced").map_or(0.0, |(total, _)| *total)),
+        "Workloads (selected run)" => {
+            let mut want: Vec<String> = facts
+                .violations
+                .iter()
+                .map(|v| {
+                    format!(
+                        "{} {}/{} {} [{}]",
+                        violation_text(v, "namespace"),
+                        violation_text(v, "kind"),
+                        violation_text(v, "name"),
+                        violation_text(v, "rule"),
+                        violation_text(v, "category")
+                    )
+                })
+                .collect();
+            want.sort();
+            if answer.lines() == want.as_slice() {
+                Ok(())
+            } else {
+                Err(format!(
+                    "shows {:?}, the run pushed {want:?}",
+                    answer.lines()
+                ))
+            }
+        }
+        "Violation messages (selected run)" => expect_number(facts.violations.len() as f64),
+        "Last run" | "Runs" => {
+            let lines = answer.lines();
+            let total = format!("total={}", facts.total);
+            match lines {
+                [line] if line.starts_with(&facts.status) && line.contains(&total) => Ok(()),
+                _ => Err(format!(
+                    "shows {lines:?}, expected one line `{} … {total} …`",
+                    facts.status
+                )),
+            }
+        }
+        _ => Ok(()),
+    }
+}
