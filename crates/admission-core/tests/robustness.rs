@@ -17,8 +17,8 @@ use std::sync::LazyLock;
 
 use admission_core::{
     JobValidationPolicy, RegionPolicy, all_policy_drift, attach_enforcement_warnings,
-    ecr_augmentation, evaluate_manifest, evaluate_manifests, manifest_label, prefill_namespaces,
-    py_repr, region_verdicts, validate_manifest,
+    ecr_augmentation, evaluate_manifest, manifest_label, prefill_namespaces, py_repr,
+    region_verdicts, validate_manifest,
 };
 use proptest::prelude::*;
 use proptest::sample::{Index, select};
@@ -57,6 +57,28 @@ fn seeds() -> Seeds {
     seeds
 }
 
+/// The multi-region path (each manifest prepared once, its answers shared between regions)
+/// finds exactly what judging each manifest against each policy alone finds.
+fn assert_verdicts_match_single_judgements(
+    verdicts: &[admission_core::RegionVerdict],
+    manifests: &[Value],
+    policies: &[RegionPolicy],
+) {
+    for (verdict, entry) in verdicts.iter().zip(policies) {
+        let Some(policy) = entry.readable_policy() else {
+            continue;
+        };
+        let mut alone = Vec::new();
+        for manifest in manifests.iter().filter(|m| m.is_object()) {
+            alone.extend(
+                evaluate_manifest(manifest, policy)
+                    .expect("region_verdicts judged it without error"),
+            );
+        }
+        assert_eq!(verdict.issues, alone, "region {}", entry.region);
+    }
+}
+
 /// Everything `jobcheck check` does with manifests and response bodies, results discarded: only
 /// a panic can fail.
 fn judge_everything(manifests: &[Value], bodies: &[Value]) {
@@ -75,10 +97,8 @@ fn judge_everything(manifests: &[Value], bodies: &[Value]) {
             let _ = validate_manifest(manifest, policy, Some("gco-jobs"));
         }
     }
-    for policy in policies.iter().filter_map(|p| p.policy.as_ref()) {
-        let _ = evaluate_manifests(&manifests, policy);
-    }
     if let Ok(mut verdicts) = region_verdicts(&manifests, &policies) {
+        assert_verdicts_match_single_judgements(&verdicts, &manifests, &policies);
         attach_enforcement_warnings(&mut verdicts, &manifests, &policies, true);
         serde_json::to_string(&verdicts).expect("verdicts serialize");
     }
