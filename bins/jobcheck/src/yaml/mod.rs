@@ -238,7 +238,7 @@ mod tests {
 
     proptest::proptest! {
         #![proptest_config(proptest::prelude::ProptestConfig {
-            cases: 2048,
+            cases: 8192,
             ..proptest::prelude::ProptestConfig::default()
         })]
 
