@@ -15,6 +15,7 @@
 //! without them, and fails under `CI=true`.
 
 mod bench;
+mod bench_jobcheck;
 mod chart;
 mod chart_live;
 mod chart_queries;
@@ -49,6 +50,7 @@ fn run(args: Vec<String>) -> Result<()> {
         ["parity", rest @ ..] => parity::run(rest),
         ["bench", name, rest @ ..] => bench::run(name, rest),
         [bench::MEASURE, name, program, rest @ ..] => bench::measure(name, program, rest),
+        [bench_jobcheck::MEASURE, jobcheck, corpus] => bench_jobcheck::measure(jobcheck, corpus),
         ["tidy"] => tidy::check(),
         ["chart"] => chart::test(),
         ["opa-diff", rest @ ..] => opa_diff::run(rest),
@@ -86,6 +88,12 @@ fn test() -> Result<()> {
         util::cargo(&["test", "--workspace", "--locked", "--no-fail-fast"])?;
     }
     util::cargo(&["test", "--workspace", "--locked", "--doc"])?;
+    // admission-core is a library others embed: its docs must build without a broken link.
+    util::run(
+        std::process::Command::new(util::cargo_bin())
+            .args(["doc", "--no-deps", "--locked", "-p", "admission-core"])
+            .env("RUSTDOCFLAGS", "-D warnings"),
+    )?;
     // The gatekeeper fixtures' gator-verify suites, through the embedded engine (fails on FAIL).
     util::cargo(&[
         "run",

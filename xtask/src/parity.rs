@@ -25,8 +25,9 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use gatekeeper_engine::ReviewResult;
 use gator_runner::compare::Comparison;
-use gator_runner::evaluator::{Embedded, Evaluator, Gator};
+use gator_runner::engine::{Embedded, Gator, PolicyEngine, read_dir_input};
 use gator_runner::run::GatorRunner;
 use serde_json::Value;
 
@@ -64,12 +65,17 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
     if scenarios.is_empty() {
         bail!("parity: no scenario with objects under fixtures/");
     }
-    let mut evaluators: Vec<Box<dyn Evaluator>> = vec![Box::new(Embedded::default())];
+    let mut evaluators: Vec<Box<dyn PolicyEngine>> = vec![Box::new(Embedded::default())];
+    // gator writes the objects it is given to its own input directory under this work dir.
+    let gator_work = tempfile::tempdir()?;
     if let Some(path) = &gator {
         if !path.is_file() {
             bail!("parity: gator binary {} is not a file", path.display());
         }
-        evaluators.push(Box::new(Gator::new(GatorRunner::new(path))));
+        evaluators.push(Box::new(Gator::new(
+            GatorRunner::new(path),
+            gator_work.path(),
+        )));
     }
     let mut failures = Vec::new();
     for scenario in &scenarios {
@@ -131,7 +137,7 @@ fn real_gator() -> Result<Option<PathBuf>> {
 }
 
 /// Evaluates the original and the projection from files, as the report would, and compares.
-fn check(scenario: &Scenario, evaluator: &dyn Evaluator) -> Result<String> {
+fn check(scenario: &Scenario, evaluator: &dyn PolicyEngine) -> Result<String> {
     let temp = tempfile::tempdir()?;
     let original_dir = temp.path().join("original");
     let projected_dir = temp.path().join("in");
@@ -153,8 +159,8 @@ fn check(scenario: &Scenario, evaluator: &dyn Evaluator) -> Result<String> {
             }
         }
     }
-    let original = evaluator.evaluate(&original_dir);
-    let projected = evaluator.evaluate(&projected_dir);
+    let original = review_dir(evaluator, &original_dir);
+    let projected = review_dir(evaluator, &projected_dir);
     match (original, projected) {
         (Ok(original), Ok(projected)) => {
             let comparison = Comparison::new("original", &original, "projection", &projected);
@@ -186,6 +192,11 @@ fn check(scenario: &Scenario, evaluator: &dyn Evaluator) -> Result<String> {
             )
         }
     }
+}
+
+/// Reviews the objects of the files under `dir` with `engine`.
+fn review_dir(engine: &dyn PolicyEngine, dir: &Path) -> Result<Vec<ReviewResult>> {
+    Ok(engine.review_to_vec(read_dir_input(dir)?)?)
 }
 
 /// The whole error chain, with the scenario directory replaced so both sides compare.
