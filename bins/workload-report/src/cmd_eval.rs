@@ -70,7 +70,7 @@ pub(crate) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         Format::Yaml => output::render_yaml(&engine, &outcome.results),
         Format::Text => output::render_text(&outcome.results),
     };
-    print!("{text}");
+    crate::stdio::print(&text)?;
     let enforceable = outcome.results.iter().any(|r| r.result.is_enforceable());
     Ok(if enforceable {
         ExitCode::from(1)
