@@ -51,7 +51,7 @@ const BENCHES: &[Bench] = &[
         name: "report",
         package: "daily-report",
         example: "bench_report",
-        binary: None,
+        binary: Some(("workload-report", "WORKLOAD_REPORT_BIN")),
     },
 ];
 

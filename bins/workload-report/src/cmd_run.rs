@@ -36,9 +36,12 @@ pub(crate) struct RunArgs {
     /// A local gator binary (overrides `gator.path`; no download).
     #[arg(long, value_name = "PATH")]
     gator: Option<PathBuf>,
-    /// The work dir: the projection goes to `<work>/in`, gator is cached here.
+    /// The work dir: gator is cached here and reads its input from `<work>/in`.
     #[arg(long, value_name = "DIR")]
     work: Option<PathBuf>,
+    /// With the embedded engine, write the projection to `<work>/in` too, for inspection.
+    #[arg(long, requires = "work")]
+    write_projection: bool,
     /// Post nothing to Slack (also `DRY_RUN=true`).
     #[arg(long)]
     dry_run: bool,
@@ -67,6 +70,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
             .transpose()?,
         gator: args.gator,
         work: args.work,
+        write_projection: args.write_projection,
         save_snapshot: args.save_snapshot,
         ..LiveOptions::default()
     };

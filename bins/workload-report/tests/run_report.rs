@@ -658,6 +658,7 @@ fn foreign_files_in_the_work_dir_skip_the_run() {
             "fixtures/demo/cluster",
             "--work",
             work.to_str().unwrap(),
+            "--write-projection",
         ],
         &hooks(&slack, &TEAMS),
     );
@@ -955,7 +956,7 @@ fn an_unwritable_work_dir_skips_the_run_with_a_named_reason() {
         &loki,
         &slack,
         "fixtures/demo/cluster",
-        &["--work", work.to_str().unwrap()],
+        &["--work", work.to_str().unwrap(), "--write-projection"],
     );
     assert_eq!(outcome.code, 1, "{}", outcome.stderr);
     let line = outcome.run_line();

@@ -31,8 +31,10 @@ pub use projection::{
     ProjectedObject, ProjectionError, ProjectionSummary, project, project_lazily, project_object,
     project_owned, project_split, write_projected, write_projection,
 };
-pub use read::{ReadError, read_cluster, read_cluster_blocking, read_with_client};
+pub use read::{
+    ReadError, WorkloadPages, open_cluster, read_cluster, read_cluster_blocking, read_with_client,
+};
 pub use snapshot::{
-    SnapshotError, SnapshotLimits, read_snapshot, read_snapshot_text, read_snapshot_with,
-    save_snapshot,
+    SnapshotError, SnapshotLimits, SnapshotWriter, read_snapshot, read_snapshot_text,
+    read_snapshot_with, save_snapshot,
 };

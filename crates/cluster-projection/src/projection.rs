@@ -1,5 +1,6 @@
 //! The projection an evaluator (`gator test` or the embedded engine) reads: every object of a
-//! [`ClusterState`], one JSON file each, under `<work>/in/`.
+//! [`ClusterState`], projected, in memory or written under `<work>/in/` (few files, a JSON
+//! stream each).
 //!
 //! Per object ([`project_object`], pure):
 //! - `apiVersion` and `kind` are set (the model already fills them in for list items);
@@ -10,11 +11,13 @@
 //!   loses `spec.scopedEnforcementActions`, so an evaluator reports every violation and a `deny`
 //!   does not change its exit code.
 //!
-//! Each file holds the object as compact JSON and a newline. File names ([`file_name`]) are
-//! deterministic: `<kind>_<name>.json` for cluster-scoped objects,
-//! `<kind>_<namespace>_<name>.json` for namespaced ones, the kind lower-cased, every byte outside
-//! `[a-z0-9.-]` escaped as `%XX` (so `_` only ever separates), names longer than 200 bytes
-//! shortened with a sha256 suffix.
+//! Every object has a deterministic name ([`file_name`]): `<kind>_<name>.json` for
+//! cluster-scoped objects, `<kind>_<namespace>_<name>.json` for namespaced ones, the kind
+//! lower-cased, every byte outside `[a-z0-9.-]` escaped as `%XX` (so `_` only ever separates),
+//! names longer than 200 bytes shortened with a sha256 suffix. Two objects with one name are an
+//! error. On disk ([`write_projected`]) the objects are ordered by name and grouped per kind into
+//! files `<kind>.<n>.json` of at most [`OBJECTS_PER_FILE`] objects, each object compact JSON on
+//! its own line ([`group_files`]).
 //!
 //! The directory ([`write_projection`]): the file `.projection-manifest` lists what the last run
 //! wrote. Before writing, those files are removed; any other entry in `<work>/in` (a file the tool
@@ -101,8 +104,10 @@ pub struct ProjectedObject {
 pub struct ProjectionSummary {
     /// The directory written (`<work>/in`).
     pub dir: PathBuf,
-    /// Files written.
+    /// Objects written.
     pub written: usize,
+    /// Files written (see [`group_files`]).
+    pub files: usize,
     /// Files of a previous run removed first.
     pub removed: usize,
 }
@@ -273,10 +278,15 @@ pub fn write_projection(
     write_projected(work_dir, project_lazily(state)?.map(|p| p.object))
 }
 
-/// Writes objects that are already projected (see [`project_object`]) to `<work_dir>/in/`, one
-/// file each, named by [`file_name`], as [`write_projection`] does: the previous run's files are
-/// removed first, nothing is touched when `<work_dir>/in` holds other entries or two objects
-/// share a file name. This is how `gator` gets its input.
+/// Writes objects that are already projected (see [`project_object`]) to `<work_dir>/in/` as
+/// [`write_projection`] does: the previous run's files are removed first, nothing is touched when
+/// `<work_dir>/in` holds other entries or two objects share a name ([`file_name`]). This is how
+/// `gator` gets its input.
+///
+/// The objects go into few files ([`group_files`]): a file per kind holding up to
+/// [`OBJECTS_PER_FILE`] objects, one compact JSON object a line, in the order of their names.
+/// One file per object made the kernel's file creation the larger part of a run and ran gator
+/// out of file descriptors on large clusters.
 pub fn write_projected(
     work_dir: &Path,
     objects: impl IntoIterator<Item = Value>,
@@ -284,24 +294,21 @@ pub fn write_projected(
     let dir = work_dir.join("in");
     refuse_symlink(work_dir)?;
     refuse_symlink(&dir)?;
-    let files: Vec<(String, Vec<u8>)> = objects
+    let mut lines: Vec<(String, String)> = objects
         .into_iter()
-        .map(|object| {
-            let mut text = object.to_string().into_bytes();
-            text.push(b'\n');
-            (file_name(&object), text)
-        })
+        .map(|object| (file_name(&object), object.to_string()))
         .collect();
-    check_unique(&files)?;
+    lines.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+    check_unique(&lines)?;
+    let objects = lines.len();
+    let files = group_files(lines);
     std::fs::create_dir_all(&dir).map_err(io("creating", &dir))?;
 
     let removed = clear_previous(&dir)?;
 
-    let mut listed: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
-    listed.sort_unstable();
     let mut manifest =
         String::from("# written by cluster-projection: the next projection removes these files\n");
-    for name in &listed {
+    for (name, _) in &files {
         manifest.push_str(name);
         manifest.push('\n');
     }
@@ -311,9 +318,42 @@ pub fn write_projected(
     write_files(&dir, &files)?;
     Ok(ProjectionSummary {
         dir,
-        written: files.len(),
+        written: objects,
+        files: files.len(),
         removed,
     })
+}
+
+/// The most objects one projection file holds.
+pub const OBJECTS_PER_FILE: usize = 1000;
+
+/// Groups `(object name, JSON text)` pairs, sorted by name, into projection files: the objects
+/// of one kind (the name's part before its first `_`) in files `<kind>.<n>.json` (`n` from
+/// `00001`) of at most [`OBJECTS_PER_FILE`] objects, one JSON object a line (a JSON stream,
+/// which gator reads as it reads several YAML documents). Sorted by file name.
+pub fn group_files(lines: Vec<(String, String)>) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<(String, Vec<u8>)> = Vec::new();
+    let mut current_kind = String::new();
+    let mut in_file = 0;
+    let mut part = 0;
+    for (name, text) in lines {
+        let kind = name.split_once('_').map_or(name.as_str(), |(kind, _)| kind);
+        if files.is_empty() || kind != current_kind || in_file == OBJECTS_PER_FILE {
+            if kind != current_kind {
+                current_kind = kind.to_string();
+                part = 0;
+            }
+            part += 1;
+            in_file = 0;
+            files.push((format!("{current_kind}.{part:05}.json"), Vec::new()));
+        }
+        if let Some((_, bytes)) = files.last_mut() {
+            bytes.extend_from_slice(text.as_bytes());
+            bytes.push(b'\n');
+        }
+        in_file += 1;
+    }
+    files
 }
 
 /// Removes the files the manifest lists; fails first when anything else is in `dir`.
@@ -388,7 +428,7 @@ fn create_new(path: &Path, contents: &[u8]) -> Result<(), ProjectionError> {
     file.write_all(contents).map_err(io("writing", path))
 }
 
-/// Writes the files on two threads (the work is file creation).
+/// Writes the files on two threads.
 fn write_files(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), ProjectionError> {
     let half = files.len().div_ceil(2);
     let (first, second) = files.split_at(half);

@@ -13,6 +13,7 @@
 //! message, the start of an error page) are redacted with [`ReadSpec::redactor`], which
 //! [`read_cluster`] extends with the source's own credentials, before they are shortened.
 
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -27,7 +28,7 @@ use tokio::sync::Semaphore;
 use crate::access::{ClusterSource, ConfigError};
 use crate::model::{
     CONSTRAINTS_API_VERSION, ClusterState, Item, ModelError, ReadSpec, TEMPLATES_API_VERSION,
-    WorkloadKind, classify, normalize,
+    Workload, WorkloadKind, classify, normalize,
 };
 
 /// Errors while reading the cluster. Every text names the resource (and the HTTP status when one
@@ -279,6 +280,122 @@ pub async fn read_with_client(
     client: &kube::Client,
     spec: &ReadSpec,
 ) -> Result<ClusterState, ReadError> {
+    read_resources(client, spec, resources(spec)).await
+}
+
+/// Reads the policy side of what `spec` selects (ConstraintTemplates, Constraints, Namespaces)
+/// from the cluster `source` points at, and opens the workloads as pages ([`WorkloadPages`]),
+/// read one `limit`-sized list page at a time as the caller asks for them.
+pub async fn open_cluster(
+    source: &ClusterSource,
+    spec: &ReadSpec,
+) -> Result<(ClusterState, WorkloadPages), ReadError> {
+    install_crypto_provider();
+    let client = source
+        .client(spec.request_timeout)
+        .await
+        .map_err(ReadError::Config)?;
+    let mut spec = spec.clone();
+    spec.redactor.merge(&source.redactor());
+    let (workloads, policy): (Vec<Resource>, Vec<Resource>) = resources(&spec)
+        .into_iter()
+        .partition(|r| matches!(r.role, Role::Workloads));
+    let state = read_resources(&client, &spec, policy).await?;
+    let pages = WorkloadPages {
+        client,
+        answers: answers(&spec),
+        page_size: spec.page_size.max(1),
+        resources: workloads.into_iter().rev().collect(),
+        token: None,
+        seen: HashSet::new(),
+    };
+    Ok((state, pages))
+}
+
+/// The workloads of a cluster, one list page at a time (see [`open_cluster`]): each configured
+/// kind in turn, each paged with `limit` and `continue`. Only the keys of the workloads already
+/// given are kept (a workload met twice is [`ReadError::State`], as in a whole read).
+pub struct WorkloadPages {
+    client: kube::Client,
+    answers: Answers,
+    page_size: u32,
+    /// The collections still to list, the current one last.
+    resources: Vec<Resource>,
+    /// The `continue` token of the current collection's next page.
+    token: Option<String>,
+    seen: HashSet<(WorkloadKind, String, String)>,
+}
+
+impl std::fmt::Debug for WorkloadPages {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WorkloadPages")
+            .field("collections_left", &self.resources.len())
+            .field("seen", &self.seen.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl WorkloadPages {
+    /// The next non-empty page of workloads, or `None` when every collection is listed.
+    pub async fn next_page(&mut self) -> Result<Option<Vec<Workload>>, ReadError> {
+        while let Some(resource) = self.resources.last() {
+            let (status, body, next) = list_page(
+                &self.client,
+                resource,
+                self.page_size,
+                self.token.as_deref(),
+                &self.answers,
+            )
+            .await?;
+            let items = parse_page(resource, status, &body)?;
+            if next.is_none() {
+                self.resources.pop();
+            }
+            self.token = next;
+            let mut page = Vec::with_capacity(items.len());
+            for item in items {
+                let Item::Workload(workload) = item else {
+                    continue;
+                };
+                let key = (
+                    workload.kind,
+                    workload.namespace.clone(),
+                    workload.name.clone(),
+                );
+                if !self.seen.insert(key) {
+                    let object = format!(
+                        "{} {}/{}",
+                        workload.kind.kind(),
+                        workload.namespace,
+                        workload.name
+                    );
+                    return Err(ReadError::State(ModelError::Duplicate { object }));
+                }
+                page.push(workload);
+            }
+            if !page.is_empty() {
+                return Ok(Some(page));
+            }
+        }
+        Ok(None)
+    }
+}
+
+fn answers(spec: &ReadSpec) -> Answers {
+    Answers {
+        timeout: spec.request_timeout,
+        max_body_bytes: spec.max_body_bytes,
+        redactor: spec.redactor.clone(),
+    }
+}
+
+/// Reads `resources` concurrently into a model (see the module documentation for the error
+/// precedence).
+async fn read_resources(
+    client: &kube::Client,
+    spec: &ReadSpec,
+    resources: Vec<Resource>,
+) -> Result<ClusterState, ReadError> {
     if let Some(kind) = spec
         .constraint_kinds
         .iter()
@@ -290,16 +407,12 @@ pub async fn read_with_client(
         std::thread::available_parallelism().map_or(2, |n| n.get().max(2)),
     ));
     let mut tasks = Vec::new();
-    for resource in resources(spec) {
+    for resource in resources {
         let client = client.clone();
         let parsers = Arc::clone(&parsers);
         let label = resource.label.clone();
         let page_size = spec.page_size.max(1);
-        let answers = Answers {
-            timeout: spec.request_timeout,
-            max_body_bytes: spec.max_body_bytes,
-            redactor: spec.redactor.clone(),
-        };
+        let answers = answers(spec);
         let handle = tokio::spawn(async move {
             match &resource.role {
                 Role::Template { .. } => {
@@ -386,23 +499,8 @@ async fn list_all(
     let mut pending = Vec::new();
     let mut token: Option<String> = None;
     loop {
-        let mut params = ListParams::default().limit(page_size);
-        if let Some(token) = &token {
-            params = params.continue_token(token);
-        }
-        let request = kube::core::Request::new(resource.path.as_str())
-            .list(&params)
-            .map_err(|_| invalid_path(resource))?;
-        let (status, body) = fetch(client, request, &resource.label, answers).await?;
-        if !status.is_success() {
-            return Err(status_error(resource, status, &body, &answers.redactor));
-        }
-        let head: PageHead =
-            serde_json::from_slice(&body).map_err(|e| json_error(resource, status, e))?;
-        let next = head
-            .metadata
-            .and_then(|m| m.continue_token)
-            .filter(|t| !t.is_empty());
+        let (status, body, next) =
+            list_page(client, resource, page_size, token.as_deref(), answers).await?;
         let permit =
             Arc::clone(&parsers)
                 .acquire_owned()
@@ -419,13 +517,6 @@ async fn list_all(
             result
         }));
         match next {
-            Some(next) if token.as_deref() == Some(next.as_str()) => {
-                return Err(ReadError::UnexpectedBody {
-                    resource: resource.label.clone(),
-                    status: status.as_u16(),
-                    expected: "a list page with an advancing continue token",
-                });
-            }
             Some(next) => token = Some(next),
             None => break,
         }
@@ -443,6 +534,42 @@ async fn list_all(
         }
     }
     Ok(items)
+}
+
+/// Fetches one list page (after `token`) of `resource`: its status, its body and the `continue`
+/// token of the next page (`None` on the last page; a token that does not advance is an error).
+async fn list_page(
+    client: &kube::Client,
+    resource: &Resource,
+    page_size: u32,
+    token: Option<&str>,
+    answers: &Answers,
+) -> Result<(StatusCode, bytes::Bytes, Option<String>), ReadError> {
+    let mut params = ListParams::default().limit(page_size);
+    if let Some(token) = token {
+        params = params.continue_token(token);
+    }
+    let request = kube::core::Request::new(resource.path.as_str())
+        .list(&params)
+        .map_err(|_| invalid_path(resource))?;
+    let (status, body) = fetch(client, request, &resource.label, answers).await?;
+    if !status.is_success() {
+        return Err(status_error(resource, status, &body, &answers.redactor));
+    }
+    let head: PageHead =
+        serde_json::from_slice(&body).map_err(|e| json_error(resource, status, e))?;
+    let next = head
+        .metadata
+        .and_then(|m| m.continue_token)
+        .filter(|t| !t.is_empty());
+    if next.is_some() && next.as_deref() == token {
+        return Err(ReadError::UnexpectedBody {
+            resource: resource.label.clone(),
+            status: status.as_u16(),
+            expected: "a list page with an advancing continue token",
+        });
+    }
+    Ok((status, body, next))
 }
 
 /// Parses one list page's items into the model.

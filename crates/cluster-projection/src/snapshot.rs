@@ -23,6 +23,7 @@
 //! writes through a symlink: the tarball is written next to the target and renamed over it.
 
 mod archive;
+mod json_stream;
 mod save;
 
 use std::path::{Path, PathBuf};
@@ -33,7 +34,7 @@ use serde_json::Value;
 
 use crate::model::{ClusterState, ModelError, classify, normalize};
 
-pub use save::save_snapshot;
+pub use save::{SnapshotWriter, save_snapshot};
 
 /// Errors while reading or writing a snapshot. Every text names the file (and document).
 #[derive(Debug, thiserror::Error)]
@@ -331,28 +332,37 @@ fn add_text(
         .extension()
         .and_then(|e| e.to_str())
         .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    let mut documents = Vec::new();
     if is_json {
-        for document in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
-            documents.push(document.map_err(|source| SnapshotError::Json {
+        // Object by object: a list's items are classified (and dropped as values) as they are
+        // parsed.
+        let mut classify_one = |document: usize, object: Value| {
+            state.push(classify(object).map_err(|source| SnapshotError::Object {
                 location: location.to_string(),
+                document,
                 source,
             })?);
-        }
-    } else {
-        bounded_input::check_yaml_nesting(text, YAML_MAX_DEPTH).map_err(|source| {
-            SnapshotError::YamlNesting {
+            Ok(())
+        };
+        return json_stream::for_each_object(text, &mut classify_one).map_err(|failure| {
+            failure.unwrap_or_else(|source| SnapshotError::Json {
                 location: location.to_string(),
                 source,
-            }
+            })
+        });
+    }
+    bounded_input::check_yaml_nesting(text, YAML_MAX_DEPTH).map_err(|source| {
+        SnapshotError::YamlNesting {
+            location: location.to_string(),
+            source,
+        }
+    })?;
+    let mut documents = Vec::new();
+    for document in serde_yaml::Deserializer::from_str(text) {
+        let value = Value::deserialize(document).map_err(|source| SnapshotError::Yaml {
+            location: location.to_string(),
+            source,
         })?;
-        for document in serde_yaml::Deserializer::from_str(text) {
-            let value = Value::deserialize(document).map_err(|source| SnapshotError::Yaml {
-                location: location.to_string(),
-                source,
-            })?;
-            documents.push(value);
-        }
+        documents.push(value);
     }
     for (index, document) in documents.into_iter().enumerate() {
         let wrap = |source| SnapshotError::Object {

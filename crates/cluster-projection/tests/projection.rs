@@ -23,6 +23,29 @@ fn basic() -> ClusterState {
         .expect("restrict")
 }
 
+/// Every object in the projection files `names` of `dir` (one JSON object a line), by object
+/// name; each file holds objects of one kind, in name order.
+fn objects_in(dir: &Path, names: &[String]) -> BTreeMap<String, Value> {
+    let mut objects = BTreeMap::new();
+    for name in names.iter().filter(|n| n.as_str() != MANIFEST) {
+        let text = std::fs::read_to_string(dir.join(name)).expect("read");
+        let (kind, _) = name.split_once('.').expect("<kind>.<n>.json");
+        let mut previous = String::new();
+        for line in text.lines() {
+            let value: Value = serde_json::from_str(line).expect("json line");
+            let object_name = file_name(&value);
+            assert!(
+                object_name.starts_with(&format!("{kind}_")),
+                "{name}: {object_name}"
+            );
+            assert!(object_name > previous, "{name}: {object_name} out of order");
+            previous.clone_from(&object_name);
+            assert!(objects.insert(object_name, value).is_none(), "{name}");
+        }
+    }
+    objects
+}
+
 fn listing(dir: &Path) -> Vec<String> {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .expect("read dir")
@@ -42,14 +65,11 @@ fn projection_golden_files() {
     assert_eq!(summary.removed, 0);
 
     let names = listing(&dir);
+    assert_eq!(summary.files, names.len() - 1, "{names:?}");
     insta::assert_yaml_snapshot!("projection_file_names", names);
 
-    let mut files = BTreeMap::new();
-    for name in names.iter().filter(|n| n.as_str() != MANIFEST) {
-        let text = std::fs::read_to_string(dir.join(name)).expect("read");
-        let value: Value = serde_json::from_str(&text).expect("json");
-        files.insert(name.clone(), value);
-    }
+    let files = objects_in(&dir, &names);
+    assert_eq!(files.len(), state.len());
     insta::assert_json_snapshot!("projection_basic", files);
 
     // The lazy projection yields the files in name order, one at a time.
@@ -84,6 +104,34 @@ fn projection_golden_files() {
     let summary = write_projected(again.path(), split.into_values()).expect("write objects");
     assert_eq!(summary.written, files.len());
     assert_eq!(listing(&again.path().join("in")), names);
+}
+
+#[test]
+fn large_kinds_are_split_into_files_of_a_thousand_objects() {
+    let lines: Vec<(String, String)> = (0..2001)
+        .map(|i| {
+            (
+                format!("deployment_ns_d{i:05}.json"),
+                format!("{{\"i\":{i}}}"),
+            )
+        })
+        .chain([("namespace_ns.json".to_string(), "{}".to_string())])
+        .collect();
+    let files = cluster_projection::projection::group_files(lines);
+    let shape: Vec<(&str, usize)> = files
+        .iter()
+        .map(|(name, bytes)| (name.as_str(), bytes.iter().filter(|b| **b == b'\n').count()))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("deployment.00001.json", 1000),
+            ("deployment.00002.json", 1000),
+            ("deployment.00003.json", 1),
+            ("namespace.00001.json", 1),
+        ]
+    );
+    assert!(files[0].1.starts_with(b"{\"i\":0}\n{\"i\":1}\n"));
 }
 
 #[test]
@@ -139,20 +187,24 @@ fn every_object_once_with_type_and_constraints_as_warn() {
 fn a_rerun_removes_what_the_previous_run_wrote() {
     let state = basic();
     let work = tempfile::tempdir().expect("tempdir");
-    write_projection(&state, work.path()).expect("first");
+    let first = write_projection(&state, work.path()).expect("first");
     let dir = work.path().join("in");
-    assert!(dir.join("deployment_team-a_web.json").is_file());
+    assert!(objects_in(&dir, &listing(&dir)).contains_key("deployment_team-a_web.json"));
 
     let mut smaller = state.clone();
-    smaller.workloads.retain(|w| w.name != "web");
+    smaller
+        .workloads
+        .retain(|w| w.kind != WorkloadKind::Deployment);
     let summary = write_projection(&smaller, work.path()).expect("second");
-    assert_eq!(summary.removed, state.len());
-    assert_eq!(summary.written, state.len() - 1);
+    assert_eq!(summary.removed, first.files);
+    assert_eq!(summary.written, smaller.len());
     assert!(
-        !dir.join("deployment_team-a_web.json").exists(),
+        !dir.join("deployment.00001.json").exists(),
         "stale file kept"
     );
-    assert_eq!(listing(&dir).len(), state.len());
+    let names = listing(&dir);
+    assert_eq!(names.len(), summary.files + 1);
+    assert_eq!(objects_in(&dir, &names).len(), smaller.len());
 }
 
 #[test]
@@ -179,7 +231,7 @@ fn a_foreign_file_stops_the_run_and_nothing_is_removed() {
     // A file with a projection-like name but not in the manifest is foreign too.
     let fresh = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(fresh.path().join("in")).expect("mkdir");
-    std::fs::write(fresh.path().join("in/namespace_team-a.json"), "{}").expect("write");
+    std::fs::write(fresh.path().join("in/namespace.00001.json"), "{}").expect("write");
     let err = write_projection(&state, fresh.path()).unwrap_err();
     assert!(
         matches!(err, ProjectionError::ForeignFiles { .. }),

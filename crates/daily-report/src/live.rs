@@ -25,6 +25,7 @@ use report_sinks::slack::SlackMessage;
 use report_sinks::{
     HttpOptions, LokiClient, LokiEndpoint, LokiPush, SendError, SlackPoster, WebhookUrl,
 };
+use serde_json::Value;
 
 use crate::audit::ConstraintAudit;
 use crate::config::{Config, Settings};
@@ -80,10 +81,12 @@ pub struct LiveOptions {
     pub engine: Option<EngineKind>,
     /// A local gator binary, overriding `gator.path`.
     pub gator: Option<PathBuf>,
-    /// The work dir: gator's cache and input (`<work>/in`); with the embedded engine the
-    /// projection is written there too, for inspection. Without it the embedded engine touches no
-    /// disk, and gator gets a temporary directory.
+    /// The work dir: gator's cache and input (`<work>/in`). Without it the embedded engine
+    /// touches no disk, and gator gets a temporary directory.
     pub work: Option<PathBuf>,
+    /// With the embedded engine, write the projection to `<work>/in` anyway, for inspection
+    /// (this holds every projected object until the run ends; gator always writes its input).
+    pub write_projection: bool,
     /// Save what was read as a `.tar.gz` snapshot.
     pub save_snapshot: Option<PathBuf>,
     /// Who the Slack and Loki clients trust (default: the system roots).
@@ -285,28 +288,45 @@ struct Reader<'a> {
 
 impl Reader<'_> {
     fn collect(&self) -> Result<Collected, String> {
-        let state = self.read()?;
+        let (policy, mut workloads) = self.open()?;
         (self.log)(&format!(
-            "read {} templates, {} constraints, {} namespaces, {} workloads",
-            state.templates.len(),
-            state.constraints.len(),
-            state.namespaces.len(),
-            state.workloads.len()
+            "read {} templates, {} constraints, {} namespaces; reviewing the workloads a page at a time",
+            policy.templates.len(),
+            policy.constraints.len(),
+            policy.namespaces.len(),
         ));
-        if let Some(file) = &self.options.save_snapshot {
-            cluster_projection::save_snapshot(&state, file)
-                .map_err(|e| format!("failed to save the snapshot: {}", error_text(&e)))?;
-            (self.log)(&format!("saved the snapshot to {}", file.display()));
-        }
-        let constraints = audit_facts(&state)?;
-        let template_kinds: BTreeSet<String> = state
+        let constraints = audit_facts(&policy)?;
+        let template_kinds: BTreeSet<String> = policy
             .templates
             .iter()
             .map(|t| t.constraint_kind.clone())
             .collect();
-        let results = self.evaluate(&state)?;
-        drop(state);
-        (self.log)(&format!("evaluated: {} results", results.len()));
+        let mut snapshot = match &self.options.save_snapshot {
+            Some(file) => Some(
+                cluster_projection::SnapshotWriter::create(file)
+                    .map_err(|e| format!("failed to save the snapshot: {}", error_text(&e)))?,
+            ),
+            None => None,
+        };
+        let evaluated = self.evaluate(&policy, &mut workloads, snapshot.as_mut());
+        if let (Some(mut writer), Some(file)) = (snapshot, &self.options.save_snapshot) {
+            // What was read is saved even when the evaluation failed: the snapshot is how the
+            // failure is replayed. Workloads the engine did not ask for are read for it.
+            while workloads
+                .next_page(self.runtime, Some(&mut writer))?
+                .is_some()
+            {}
+            writer
+                .finish(&policy)
+                .map_err(|e| format!("failed to save the snapshot: {}", error_text(&e)))?;
+            (self.log)(&format!("saved the snapshot to {}", file.display()));
+        }
+        let results = evaluated?;
+        (self.log)(&format!(
+            "read {} workloads; evaluated: {} results",
+            workloads.given,
+            results.len()
+        ));
         Ok(Collected {
             results,
             constraints,
@@ -314,7 +334,9 @@ impl Reader<'_> {
         })
     }
 
-    fn read(&self) -> Result<ClusterState, String> {
+    /// The policy side (templates, Constraints, Namespaces) read whole, and the workloads to be
+    /// read a page at a time.
+    fn open(&self) -> Result<(ClusterState, Workloads), String> {
         let spec = ReadSpec {
             workload_kinds: self.config.workload_kinds.clone(),
             constraint_kinds: self.config.constraint_kinds.clone(),
@@ -325,45 +347,84 @@ impl Reader<'_> {
             (Some(path), _) => {
                 let state = cluster_projection::read_snapshot(path)
                     .map_err(|e| format!("failed to read the snapshot: {}", error_text(&e)))?;
-                state
+                let mut state = state
                     .restrict_to(&spec)
-                    .map_err(|e| format!("snapshot {}: {}", path.display(), error_text(&e)))
+                    .map_err(|e| format!("snapshot {}: {}", path.display(), error_text(&e)))?;
+                let held = std::mem::take(&mut state.workloads);
+                Ok((state, Workloads::held(held)))
             }
             (None, None) => Err("no cluster source and no snapshot".to_string()),
-            (None, Some(source)) => self
-                .runtime
-                .block_on(cluster_projection::read_cluster(source, &spec))
-                .map_err(|e| {
+            (None, Some(source)) => {
+                let described = source.describe();
+                let describe = move |e: &cluster_projection::ReadError| {
                     format!(
-                        "failed to read the cluster ({}): {}",
-                        source.describe(),
-                        error_text(&e)
+                        "failed to read the cluster ({described}): {}",
+                        error_text(e)
                     )
-                }),
+                };
+                let (state, pages) = self
+                    .runtime
+                    .block_on(cluster_projection::open_cluster(source, &spec))
+                    .map_err(|e| describe(&e))?;
+                Ok((state, Workloads::live(pages, describe)))
+            }
         }
     }
 
-    /// Reviews the projection of `state` with the configured engine; each result is kept only
-    /// as the finding the counts need.
-    fn evaluate(&self, state: &ClusterState) -> Result<Vec<Finding>, String> {
-        if let (EngineKind::Embedded, Some(work)) = (self.engine_config.engine, self.work.path()) {
-            // The embedded engine reads nothing from disk; with --work the projection is written
-            // anyway, for inspection (gator writes its own input there).
-            cluster_projection::write_projection(state, work)
-                .map_err(|e| format!("failed to write the projection: {}", error_text(&e)))?;
-        }
+    /// Reviews the workloads against the projected policy side with the configured engine, a
+    /// page at a time as they are read (each workload saved to `snapshot` on the way); each
+    /// result is kept only as the finding the counts need, sorted.
+    fn evaluate(
+        &self,
+        policy: &ClusterState,
+        workloads: &mut Workloads,
+        mut snapshot: Option<&mut cluster_projection::SnapshotWriter>,
+    ) -> Result<Vec<Finding>, String> {
         let engine: Box<dyn PolicyEngine> = self
             .runtime
             .block_on(gator_runner::build_engine(self.engine_config))
             .map_err(|e| error_text(&e))?;
-        let (policy, workloads) =
-            cluster_projection::project_split(state).map_err(|e| error_text(&e))?;
+        let policy_objects: Vec<Value> = policy
+            .raw_objects()
+            .map(|raw| cluster_projection::project_owned(raw.to_value()))
+            .collect();
+        let inspect = self.inspected_projection();
+        let mut projected = Vec::new();
+        let runtime = self.runtime;
+        let mut failure: Option<String> = None;
+        let objects = std::iter::from_fn(|| {
+            if failure.is_some() {
+                return None;
+            }
+            match workloads.next_page(runtime, snapshot.as_deref_mut()) {
+                Ok(page) => page,
+                Err(reason) => {
+                    failure = Some(reason);
+                    None
+                }
+            }
+        })
+        .flatten()
+        .map(|workload| cluster_projection::project_owned(workload.raw.to_value()))
+        .inspect(|object| {
+            if inspect.is_some() {
+                projected.push(object.clone());
+            }
+        });
         let mut results = Vec::new();
-        let summary = engine
-            .review(ReviewInput::new(policy, workloads), &mut |result| {
-                results.push(Finding::from(result))
-            })
+        let reviewed = engine.review(
+            ReviewInput::new(policy_objects.clone(), objects),
+            &mut |result| results.push(Finding::from(result)),
+        );
+        if let Some(reason) = failure {
+            return Err(reason);
+        }
+        let summary = reviewed
             .map_err(|e| format!("{} evaluation failed: {}", engine.name(), error_text(&e)))?;
+        if let Some(work) = inspect {
+            cluster_projection::write_projected(work, policy_objects.into_iter().chain(projected))
+                .map_err(|e| format!("failed to write the projection: {}", error_text(&e)))?;
+        }
         if let Some(comparison) = &summary.comparison {
             if comparison.agrees() {
                 (self.log)("engines agree: embedded and gator gave the same results");
@@ -373,9 +434,88 @@ impl Reader<'_> {
                 ));
             }
         }
+        results.sort_unstable();
         Ok(results)
     }
+
+    /// Where the embedded engine's projection is written for inspection, when it is asked for
+    /// (gator writes its own input).
+    fn inspected_projection(&self) -> Option<&Path> {
+        match (self.engine_config.engine, self.work.path()) {
+            (EngineKind::Embedded, Some(work)) if self.options.write_projection => Some(work),
+            _ => None,
+        }
+    }
 }
+
+/// The workloads of a run, given a page at a time: listed from the cluster as they are asked
+/// for, or taken from a snapshot read whole.
+struct Workloads {
+    source: WorkloadSource,
+    /// How many workloads were given so far.
+    given: usize,
+}
+
+enum WorkloadSource {
+    Live {
+        pages: cluster_projection::WorkloadPages,
+        /// Turns a read error into the skipped run's reason.
+        describe: Box<dyn Fn(&cluster_projection::ReadError) -> String + Send + Sync>,
+    },
+    Held(std::vec::IntoIter<cluster_projection::Workload>),
+}
+
+impl Workloads {
+    fn live(
+        pages: cluster_projection::WorkloadPages,
+        describe: impl Fn(&cluster_projection::ReadError) -> String + Send + Sync + 'static,
+    ) -> Workloads {
+        Workloads {
+            source: WorkloadSource::Live {
+                pages,
+                describe: Box::new(describe),
+            },
+            given: 0,
+        }
+    }
+
+    fn held(workloads: Vec<cluster_projection::Workload>) -> Workloads {
+        Workloads {
+            source: WorkloadSource::Held(workloads.into_iter()),
+            given: 0,
+        }
+    }
+
+    /// The next page (`None` when all were given), each workload saved to `snapshot` first; a
+    /// failure is the skipped run's reason.
+    fn next_page(
+        &mut self,
+        runtime: &tokio::runtime::Runtime,
+        snapshot: Option<&mut cluster_projection::SnapshotWriter>,
+    ) -> Result<Option<Vec<cluster_projection::Workload>>, String> {
+        let page = match &mut self.source {
+            WorkloadSource::Live { pages, describe } => runtime
+                .block_on(pages.next_page())
+                .map_err(|e| describe(&e))?,
+            WorkloadSource::Held(held) => {
+                let page: Vec<_> = held.by_ref().take(HELD_PAGE).collect();
+                (!page.is_empty()).then_some(page)
+            }
+        };
+        if let (Some(page), Some(writer)) = (&page, snapshot) {
+            for workload in page {
+                writer
+                    .add(workload)
+                    .map_err(|e| format!("failed to save the snapshot: {}", error_text(&e)))?;
+            }
+        }
+        self.given += page.as_ref().map_or(0, Vec::len);
+        Ok(page)
+    }
+}
+
+/// How many workloads of a snapshot are given at a time (a live read gives list pages).
+const HELD_PAGE: usize = 500;
 
 fn audit_facts(state: &ClusterState) -> Result<Vec<ConstraintAudit>, String> {
     state

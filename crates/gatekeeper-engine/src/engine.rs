@@ -282,14 +282,90 @@ impl Engine {
     /// out or when an object cannot be expanded ([`EngineError::Expansion`], the first such
     /// object in input order).
     pub fn review_all_detailed(&self) -> Result<ReviewOutcome, EngineError> {
+        let objects = self.objects.par_iter().map(|text| parse_stored(text));
+        let mut outcome = self.review_indexed(objects.enumerate())?;
+        sort_results(&mut outcome.results);
+        Ok(outcome)
+    }
+
+    /// Whether a template reads `data.inventory`: then every object must be in the engine's
+    /// input before any review, and objects cannot be reviewed a page at a time.
+    pub fn reads_inventory(&self) -> bool {
+        self.policies.uses_inventory()
+    }
+
+    /// Reviews a page of further objects against the policy of this engine's input, as if they
+    /// had been part of it at indexes `first_index..` (which [`DetailedResult::object_index`]
+    /// gets), and drops them: the objects are checked and normalised as [`Engine::new`] does,
+    /// then reviewed (with the resultants of their expansion) in parallel. Results are unsorted:
+    /// sort the results of every page together with [`sort_results`] to get
+    /// [`Engine::review_all_detailed`]'s order.
+    ///
+    /// Only plain objects can be paged in: a ConstraintTemplate, a Constraint, a Namespace, an
+    /// ExpansionTemplate or a mutator changes how other objects are reviewed, so it must be in
+    /// the engine's input, and meeting one here is [`EngineError::UnsupportedObject`]. An engine
+    /// whose templates read `data.inventory` ([`Engine::reads_inventory`]) needs every object in
+    /// its input and refuses pages the same way.
+    pub fn review_page(
+        &self,
+        first_index: usize,
+        objects: Vec<Value>,
+    ) -> Result<ReviewOutcome, EngineError> {
+        let mut checked = InventoryBuilder::new(false);
+        let mut page = Vec::with_capacity(objects.len());
+        for mut object in objects {
+            if let Some(feature) = self.not_pageable(&object) {
+                return Err(EngineError::UnsupportedObject {
+                    kind: str_at(&object, &["kind"]).to_string(),
+                    name: str_at(&object, &["metadata", "name"]).to_string(),
+                    feature: feature.to_string(),
+                });
+            }
+            crate::reader::normalize_numbers(&mut object);
+            checked.add(&object)?;
+            page.push(object);
+        }
+        let indexed = page
+            .into_par_iter()
+            .enumerate()
+            .map(|(offset, object)| (first_index.saturating_add(offset), object));
+        self.review_indexed(indexed)
+    }
+
+    /// Why `object` cannot be reviewed as part of a page, if it cannot.
+    fn not_pageable(&self, object: &Value) -> Option<&'static str> {
+        if self.reads_inventory() {
+            return Some(
+                "reviewing objects a page at a time when a template reads data.inventory \
+                 (every object must be in the engine's input)",
+            );
+        }
+        let is_namespace =
+            str_at(object, &["apiVersion"]) == "v1" && str_at(object, &["kind"]) == "Namespace";
+        let shapes_reviews = is_template(object)
+            || is_constraint(object)
+            || is_namespace
+            || is_expansion_template(object);
+        if shapes_reviews {
+            return Some(
+                "a policy object (template, constraint, Namespace or ExpansionTemplate) among \
+                 the objects reviewed a page at a time; it must be in the engine's input",
+            );
+        }
+        unsupported_input(object)
+    }
+
+    /// Reviews `(index, object)` pairs in parallel with one warm evaluator per worker; results
+    /// unsorted. Fails when the time budget runs out, or with the expansion error of the first
+    /// object (by index) that could not be expanded.
+    fn review_indexed(
+        &self,
+        objects: impl IndexedParallelIterator<Item = (usize, Value)>,
+    ) -> Result<ReviewOutcome, EngineError> {
         let point = self.options.enforcement_point.as_str();
         let stop = AtomicBool::new(false);
         let unexpandable = FirstFailure::default();
-        let per_object: Vec<(Vec<DetailedResult>, ReviewStats)> = self
-            .objects
-            .par_iter()
-            .map(|text| parse_stored(text))
-            .enumerate()
+        let per_object: Vec<(Vec<DetailedResult>, ReviewStats)> = objects
             .map_init(
                 || {
                     self.prototype
@@ -332,7 +408,6 @@ impl Engine {
             outcome.stats.evaluations += stats.evaluations;
             outcome.results.extend(results);
         }
-        sort_results(&mut outcome.results);
         Ok(outcome)
     }
 

@@ -5,23 +5,26 @@
 //! the other objects (the workloads), taken one at a time — and hands every result to `emit`.
 //! What an engine keeps of the objects is its own business:
 //!
-//! - [`Embedded`]: the in-process `gatekeeper-engine`; nothing touches the disk.
+//! - [`Embedded`]: the in-process `gatekeeper-engine`; nothing touches the disk. When no template
+//!   reads `data.inventory` it reviews the objects a page ([`PAGE_OBJECTS`]) at a time against
+//!   the policy side and drops them (`Engine::review_page`), so it never holds every object;
+//!   otherwise every object goes into one engine first.
 //! - [`Gator`]: the pinned `gator test` binary (the seed's way); it writes the objects to its
 //!   input directory `<work>/in` (`cluster_projection::write_projected`) and runs gator on it.
 //! - [`Both`]: runs the two (in parallel) on the same objects, emits the embedded results and
 //!   reports every disagreement between them, so a team can switch engines with evidence.
 //!
-//! The next engine (CEL, a streaming engine) is one more implementation. A streaming engine
-//! reads `objects` as pages arrive, reviews each object against the policy and drops it, keeping
-//! only what its templates read through `data.inventory`; results already go out through `emit`,
-//! so the caller keeps results and counts, never the objects.
+//! The next engine (CEL…) is one more implementation. Results go out through `emit` as they
+//! come, so the caller keeps results and counts, never the objects.
 //!
 //! The trait is synchronous: the embedded engine is CPU-bound and gator is a child process. Call
 //! it from `tokio::task::spawn_blocking` in async code.
 
 use std::path::{Path, PathBuf};
 
-use gatekeeper_engine::{Engine, EngineError, EngineOptions, ReviewResult};
+use gatekeeper_engine::{
+    DetailedResult, Engine, EngineError, EngineOptions, ReviewResult, sort_results,
+};
 use serde_json::Value;
 use thiserror::Error;
 
@@ -153,8 +156,9 @@ pub trait PolicyEngine: Send + Sync {
     /// The engine's name: `embedded`, `gator` or `both`.
     fn name(&self) -> &'static str;
 
-    /// Reviews every object of `input` and hands each result to `emit` as it comes. On `Err`
-    /// the results emitted so far are void.
+    /// Reviews every object of `input` and hands each result to `emit` as it comes, in no
+    /// particular order (the embedded engine emits each page's results sorted, page by page; a
+    /// caller sorts when it needs one order). On `Err` the results emitted so far are void.
     fn review(
         &self,
         input: ReviewInput<'_>,
@@ -246,7 +250,58 @@ impl PolicyEngine for Embedded {
         input: ReviewInput<'_>,
         emit: &mut dyn FnMut(ReviewResult),
     ) -> Result<ReviewSummary, ReviewError> {
-        // Objects go in one at a time and the engine keeps them compact.
+        if input.policy.is_empty() {
+            return self.review_whole(input, emit);
+        }
+        let engine = Engine::new(input.policy.iter().cloned(), self.options.clone())?;
+        if engine.reads_inventory() {
+            return self.review_whole(input, emit);
+        }
+        // No template reads data.inventory: the objects are reviewed a page at a time against
+        // the policy side and dropped, each page's results emitted (sorted) before the next is
+        // read, so only the caller's results outlive a page.
+        let mut emitted = emit_sorted(engine.review_all_detailed()?.results, emit);
+        let mut objects = input.objects;
+        let mut next_index = engine.object_count();
+        loop {
+            let page = objects
+                .by_ref()
+                .take(PAGE_OBJECTS)
+                .collect::<Result<Vec<Value>, InputError>>()?;
+            if page.is_empty() {
+                break;
+            }
+            let count = page.len();
+            emitted += emit_sorted(engine.review_page(next_index, page)?.results, emit);
+            next_index += count;
+        }
+        Ok(ReviewSummary {
+            results: emitted,
+            comparison: None,
+        })
+    }
+}
+
+/// Sorts `results` as a review sorts them, emits them and says how many there were.
+fn emit_sorted(mut results: Vec<DetailedResult>, emit: &mut dyn FnMut(ReviewResult)) -> usize {
+    sort_results(&mut results);
+    let count = results.len();
+    results.into_iter().for_each(|d| emit(d.result));
+    count
+}
+
+/// How many objects the embedded engine reviews at a time when it pages: enough to keep both
+/// cores busy, few enough that a page is a few MiB.
+pub const PAGE_OBJECTS: usize = 1024;
+
+impl Embedded {
+    /// Reviews every object with the whole input in the engine (what a template reading
+    /// `data.inventory` needs): the objects go in one at a time and are kept compact.
+    fn review_whole(
+        &self,
+        input: ReviewInput<'_>,
+        emit: &mut dyn FnMut(ReviewResult),
+    ) -> Result<ReviewSummary, ReviewError> {
         let engine = input.consume(|objects| Engine::new(objects, self.options.clone()))?;
         Ok(emit_all(engine?.review_all()?, emit))
     }

@@ -126,9 +126,25 @@ async fn local_gator_path_is_used_as_is() {
         format!("test\n-f\n{}\n-o\njson\n", dir.path().join("in").display()),
         "gator reads the objects it wrote to <work>/in, and keeps its default for native validation"
     );
-    // Every object was written there, one file each (and the manifest of what was written).
-    let written = std::fs::read_dir(dir.path().join("in")).unwrap().count();
-    assert_eq!(written, 4 + 1);
+    // Every object was written there, a file per kind (and the manifest of what was written).
+    let mut written: Vec<String> = std::fs::read_dir(dir.path().join("in"))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    written.sort();
+    let objects: usize = written
+        .iter()
+        .filter(|name| name.ends_with(".json"))
+        .map(|name| {
+            let text = std::fs::read_to_string(dir.path().join("in").join(name)).unwrap();
+            text.lines().count()
+        })
+        .sum();
+    assert_eq!(objects, 4, "{written:?}");
+    assert!(
+        written.contains(&".projection-manifest".to_string()),
+        "{written:?}"
+    );
 }
 
 #[tokio::test]

@@ -16,10 +16,28 @@ use crate::model::{ClusterState, RawObject};
 /// followed, and a failed write leaves no half-written snapshot.
 pub fn save_snapshot(state: &ClusterState, file: &Path) -> Result<(), SnapshotError> {
     check_target(file)?;
-    let dir = match file.parent() {
-        Some(dir) if !dir.as_os_str().is_empty() => dir,
-        _ => Path::new("."),
+    let items: Vec<&[u8]> = state
+        .workloads
+        .iter()
+        .map(|w| w.raw.as_str().as_bytes())
+        .collect();
+    let joined = items.join(&b",\n"[..]);
+    let workloads = Member {
+        name: "snapshot/workloads.json",
+        size: joined.len() as u64,
+        body: &mut joined.as_slice(),
     };
+    write_tarball(state, workloads, file)
+}
+
+/// Writes the tarball of `policy`'s templates, Constraints and Namespaces and the `workloads`
+/// member to a temporary file next to `file`, then renames it over `file`.
+fn write_tarball(
+    policy: &ClusterState,
+    workloads: Member<'_>,
+    file: &Path,
+) -> Result<(), SnapshotError> {
+    let dir = parent(file);
     let temp = tempfile::Builder::new()
         .prefix(".snapshot-")
         .suffix(".tmp")
@@ -36,46 +54,31 @@ pub fn save_snapshot(state: &ClusterState, file: &Path) -> Result<(), SnapshotEr
     let out = temp.reopen().map_err(io("creating", temp.path()))?;
     let encoder = GzEncoder::new(std::io::BufWriter::new(out), Compression::default());
     let mut builder = tar::Builder::new(encoder);
-    let parts: [(&str, Vec<&RawObject>); 4] = [
+    let parts: [(&str, Vec<&RawObject>); 3] = [
         (
             "snapshot/constraints.json",
-            state.constraints.iter().map(|c| &c.raw).collect(),
+            policy.constraints.iter().map(|c| &c.raw).collect(),
         ),
         (
             "snapshot/constrainttemplates.json",
-            state.templates.iter().map(|t| &t.raw).collect(),
+            policy.templates.iter().map(|t| &t.raw).collect(),
         ),
         (
             "snapshot/namespaces.json",
-            state.namespaces.iter().map(|n| &n.raw).collect(),
-        ),
-        (
-            "snapshot/workloads.json",
-            state.workloads.iter().map(|w| &w.raw).collect(),
+            policy.namespaces.iter().map(|n| &n.raw).collect(),
         ),
     ];
-    for (member, raws) in &parts {
-        let mut pieces: Vec<&[u8]> = Vec::with_capacity(raws.len() * 2 + 2);
-        pieces.push(b"{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[\n");
-        for (i, raw) in raws.iter().enumerate() {
-            if i > 0 {
-                pieces.push(b",\n");
-            }
-            pieces.push(raw.as_str().as_bytes());
-        }
-        pieces.push(b"\n]}\n");
-        let size: usize = pieces.iter().map(|p| p.len()).sum();
-        let mut header = tar::Header::new_gnu();
-        header.set_size(size as u64);
-        header.set_mode(0o644);
-        header.set_mtime(0);
-        header.set_uid(0);
-        header.set_gid(0);
-        header.set_entry_type(tar::EntryType::Regular);
-        builder
-            .append_data(&mut header, member, Pieces::new(pieces))
-            .map_err(io("writing", file))?;
+    for (name, raws) in &parts {
+        let items: Vec<&[u8]> = raws.iter().map(|raw| raw.as_str().as_bytes()).collect();
+        let joined = items.join(&b",\n"[..]);
+        let member = Member {
+            name,
+            size: joined.len() as u64,
+            body: &mut joined.as_slice(),
+        };
+        append_list(&mut builder, member, file)?;
     }
+    append_list(&mut builder, workloads, file)?;
     let encoder = builder.into_inner().map_err(io("writing", file))?;
     let mut writer = encoder.finish().map_err(io("writing", file))?;
     writer.flush().map_err(io("writing", file))?;
@@ -89,6 +92,103 @@ pub fn save_snapshot(state: &ClusterState, file: &Path) -> Result<(), SnapshotEr
     Ok(())
 }
 
+/// Appends `member` as a `kind: List` JSON file, mode 0644, mtime 0.
+fn append_list<W: Write>(
+    builder: &mut tar::Builder<W>,
+    member: Member<'_>,
+    file: &Path,
+) -> Result<(), SnapshotError> {
+    const HEAD: &[u8] = b"{\"apiVersion\":\"v1\",\"kind\":\"List\",\"items\":[\n";
+    const TAIL: &[u8] = b"\n]}\n";
+    let size = HEAD.len() as u64 + member.size + TAIL.len() as u64;
+    let mut header = tar::Header::new_gnu();
+    header.set_size(size);
+    header.set_mode(0o644);
+    header.set_mtime(0);
+    header.set_uid(0);
+    header.set_gid(0);
+    header.set_entry_type(tar::EntryType::Regular);
+    let body = HEAD.chain(member.body.take(member.size)).chain(TAIL);
+    builder
+        .append_data(&mut header, member.name, body)
+        .map_err(io("writing", file))
+}
+
+/// A snapshot written as a run streams its workloads: each workload is appended to a temporary
+/// file as it goes by ([`SnapshotWriter::add`]), and [`SnapshotWriter::finish`] writes the
+/// tarball of [`save_snapshot`] with the policy side and those workloads (in the order they were
+/// added; reading the snapshot back sorts them). Nothing of a workload is held in memory.
+#[derive(Debug)]
+pub struct SnapshotWriter {
+    file: std::path::PathBuf,
+    workloads: std::io::BufWriter<tempfile::NamedTempFile>,
+    added: usize,
+    bytes: u64,
+}
+
+impl SnapshotWriter {
+    /// Starts a snapshot to be saved as `file` (checked as [`save_snapshot`] checks it).
+    pub fn create(file: &Path) -> Result<SnapshotWriter, SnapshotError> {
+        check_target(file)?;
+        let temp = tempfile::Builder::new()
+            .prefix(".snapshot-workloads-")
+            .suffix(".tmp")
+            .tempfile_in(parent(file))
+            .map_err(io("creating a file in", parent(file)))?;
+        Ok(SnapshotWriter {
+            file: file.to_path_buf(),
+            workloads: std::io::BufWriter::new(temp),
+            added: 0,
+            bytes: 0,
+        })
+    }
+
+    /// Appends one workload.
+    pub fn add(&mut self, workload: &crate::model::Workload) -> Result<(), SnapshotError> {
+        let separator: &[u8] = if self.added == 0 { b"" } else { b",\n" };
+        let text = workload.raw.as_str().as_bytes();
+        self.workloads
+            .write_all(separator)
+            .and_then(|()| self.workloads.write_all(text))
+            .map_err(io("writing", &self.file))?;
+        self.added += 1;
+        self.bytes += (separator.len() + text.len()) as u64;
+        Ok(())
+    }
+
+    /// Writes the tarball: `policy`'s templates, Constraints and Namespaces (its workloads are
+    /// ignored) and the workloads added.
+    pub fn finish(self, policy: &ClusterState) -> Result<(), SnapshotError> {
+        let file = self.file;
+        let temp = self
+            .workloads
+            .into_inner()
+            .map_err(|e| io("writing", &file)(e.into_error()))?;
+        let mut body = temp.reopen().map_err(io("reading", temp.path()))?;
+        let workloads = Member {
+            name: "snapshot/workloads.json",
+            size: self.bytes,
+            body: &mut body,
+        };
+        write_tarball(policy, workloads, &file)
+    }
+}
+
+/// One tarball member whose items are read from `body` (`size` bytes: the items joined by
+/// `,\n`, without the list around them).
+struct Member<'a> {
+    name: &'static str,
+    size: u64,
+    body: &'a mut dyn Read,
+}
+
+fn parent(file: &Path) -> &Path {
+    match file.parent() {
+        Some(dir) if !dir.as_os_str().is_empty() => dir,
+        _ => Path::new("."),
+    }
+}
+
 /// Fails when `file` is a symlink or a directory (a missing file is fine).
 pub(crate) fn check_target(file: &Path) -> Result<(), SnapshotError> {
     let what = match std::fs::symlink_metadata(file) {
@@ -100,39 +200,4 @@ pub(crate) fn check_target(file: &Path) -> Result<(), SnapshotError> {
         path: file.to_path_buf(),
         what,
     })
-}
-
-/// A reader over borrowed byte slices, so a large part is never copied into one buffer.
-struct Pieces<'a> {
-    pieces: Vec<&'a [u8]>,
-    index: usize,
-    offset: usize,
-}
-
-impl<'a> Pieces<'a> {
-    fn new(pieces: Vec<&'a [u8]>) -> Pieces<'a> {
-        Pieces {
-            pieces,
-            index: 0,
-            offset: 0,
-        }
-    }
-}
-
-impl Read for Pieces<'_> {
-    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
-        while let Some(piece) = self.pieces.get(self.index) {
-            let rest = &piece[self.offset..];
-            if rest.is_empty() {
-                self.index += 1;
-                self.offset = 0;
-                continue;
-            }
-            let n = rest.len().min(buf.len());
-            buf[..n].copy_from_slice(&rest[..n]);
-            self.offset += n;
-            return Ok(n);
-        }
-        Ok(0)
-    }
 }
