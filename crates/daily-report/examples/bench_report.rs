@@ -285,9 +285,17 @@ fn args() -> Result<Args, String> {
     Ok(args)
 }
 
-/// The wall target: 5 s up to 25,000 workloads, 30 s per 100,000 beyond.
+/// The wall target: 5 s up to 25,000 workloads, then growing linearly to 30 s at 100,000 and
+/// 30 s per 100,000 beyond.
 fn wall_target_secs(workloads: usize) -> f64 {
-    (workloads as f64 * 30.0 / 100_000.0).max(5.0)
+    let n = workloads as f64;
+    if n <= 25_000.0 {
+        5.0
+    } else if n <= 100_000.0 {
+        5.0 + (n - 25_000.0) * 25.0 / 75_000.0
+    } else {
+        n * 30.0 / 100_000.0
+    }
 }
 
 /// The peak RSS target: 300 MiB up to 100,000 workloads, scaled beyond.

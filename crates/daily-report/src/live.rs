@@ -458,7 +458,7 @@ struct Workloads {
 
 enum WorkloadSource {
     Live {
-        pages: cluster_projection::WorkloadPages,
+        pages: Box<cluster_projection::WorkloadPages>,
         /// Turns a read error into the skipped run's reason.
         describe: Box<dyn Fn(&cluster_projection::ReadError) -> String + Send + Sync>,
     },
@@ -472,7 +472,7 @@ impl Workloads {
     ) -> Workloads {
         Workloads {
             source: WorkloadSource::Live {
-                pages,
+                pages: Box::new(pages),
                 describe: Box::new(describe),
             },
             given: 0,

@@ -276,14 +276,17 @@ impl<'a> Run<'a> {
         delivery: &mut dyn Delivery,
         now: &dyn Fn() -> Timestamp,
     ) -> RunOutput {
-        let mut report = match &collected {
+        let counted = collected.is_some();
+        // The findings are dropped once counted: the report holds what is rendered from here.
+        let mut report = match collected {
             None => self.empty_report(),
-            Some(collected) => self.counted_report(collected),
+            Some(collected) => self.counted_report(&collected),
         };
         let options = self.slack_options();
-        let digests = match collected {
-            Some(_) => SlackSink::new(options.clone()).render(&report),
-            None => Vec::new(),
+        let digests = if counted {
+            SlackSink::new(options.clone()).render(&report)
+        } else {
+            Vec::new()
         };
         for digest in &digests {
             self.deliver_digest(digest, delivery);

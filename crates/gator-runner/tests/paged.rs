@@ -81,7 +81,7 @@ fn whole(policy: &[Value], objects: &[Value]) -> Vec<ReviewResult> {
 
 /// What the paging engine gives, sorted.
 fn paged(policy: &[Value], objects: &[Value]) -> Vec<ReviewResult> {
-    let input = ReviewInput::new(policy.to_vec(), objects.to_vec().into_iter());
+    let input = ReviewInput::new(policy.to_vec(), objects.iter().cloned());
     let mut results = Embedded::default().review_to_vec(input).expect("review");
     results.sort();
     results
