@@ -366,7 +366,7 @@ impl Reader<'_> {
                     .runtime
                     .block_on(cluster_projection::open_cluster(source, &spec))
                     .map_err(|e| describe(&e))?;
-                Ok((state, Workloads::live(pages, describe)))
+                Ok((state, Workloads::live(self.runtime, pages, describe)))
             }
         }
     }
@@ -448,33 +448,50 @@ impl Reader<'_> {
     }
 }
 
-/// The workloads of a run, given a page at a time: listed from the cluster as they are asked
-/// for, or taken from a snapshot read whole.
+/// The workloads of a run, given a page at a time: listed from the cluster by a task that
+/// keeps a few pages ahead of the engine (so reading and reviewing overlap), or taken from a
+/// snapshot read whole.
 struct Workloads {
     source: WorkloadSource,
     /// How many workloads were given so far.
     given: usize,
 }
 
+/// A page of workloads, or the skipped run's reason.
+type Page = Result<Vec<cluster_projection::Workload>, String>;
+
 enum WorkloadSource {
-    Live {
-        pages: Box<cluster_projection::WorkloadPages>,
-        /// Turns a read error into the skipped run's reason.
-        describe: Box<dyn Fn(&cluster_projection::ReadError) -> String + Send + Sync>,
-    },
+    Live(tokio::sync::mpsc::Receiver<Page>),
     Held(std::vec::IntoIter<cluster_projection::Workload>),
 }
 
+/// How many list pages the reading task may be ahead of the engine.
+const PAGES_AHEAD: usize = 2;
+
 impl Workloads {
+    /// Starts listing `pages` on `runtime`; `describe` turns a read error into the reason.
     fn live(
-        pages: cluster_projection::WorkloadPages,
-        describe: impl Fn(&cluster_projection::ReadError) -> String + Send + Sync + 'static,
+        runtime: &tokio::runtime::Runtime,
+        mut pages: cluster_projection::WorkloadPages,
+        describe: impl Fn(&cluster_projection::ReadError) -> String + Send + 'static,
     ) -> Workloads {
+        let (sender, receiver) = tokio::sync::mpsc::channel(PAGES_AHEAD);
+        runtime.spawn(async move {
+            loop {
+                let page = match pages.next_page().await {
+                    Ok(Some(page)) => Ok(page),
+                    Ok(None) => break,
+                    Err(error) => Err(describe(&error)),
+                };
+                let failed = page.is_err();
+                // A closed channel: the run stopped reading (the engine failed); so do we.
+                if sender.send(page).await.is_err() || failed {
+                    break;
+                }
+            }
+        });
         Workloads {
-            source: WorkloadSource::Live {
-                pages: Box::new(pages),
-                describe: Box::new(describe),
-            },
+            source: WorkloadSource::Live(receiver),
             given: 0,
         }
     }
@@ -494,9 +511,7 @@ impl Workloads {
         snapshot: Option<&mut cluster_projection::SnapshotWriter>,
     ) -> Result<Option<Vec<cluster_projection::Workload>>, String> {
         let page = match &mut self.source {
-            WorkloadSource::Live { pages, describe } => runtime
-                .block_on(pages.next_page())
-                .map_err(|e| describe(&e))?,
+            WorkloadSource::Live(receiver) => runtime.block_on(receiver.recv()).transpose()?,
             WorkloadSource::Held(held) => {
                 let page: Vec<_> = held.by_ref().take(HELD_PAGE).collect();
                 (!page.is_empty()).then_some(page)
