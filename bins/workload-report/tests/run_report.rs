@@ -1063,3 +1063,86 @@ fn a_closed_stdout_ends_the_output_quietly() {
     assert_eq!(code, 0, "verify's own exit code: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
+
+/// `text` with what the clock wrote masked: runs of 9 or more digits (Loki's nanosecond
+/// timestamps, fractions of seconds) and `hh:mm:ss` times.
+fn mask_clock(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let digits = bytes[i..].iter().take_while(|b| b.is_ascii_digit()).count();
+        let is_time = bytes.len() >= i + 8
+            && bytes[i..i + 8].iter().enumerate().all(|(at, b)| {
+                if at % 3 == 2 {
+                    *b == b':'
+                } else {
+                    b.is_ascii_digit()
+                }
+            });
+        if digits >= 9 || is_time {
+            out.push('#');
+            i += if is_time { 8 } else { digits };
+        } else {
+            let c = text[i..].chars().next().unwrap();
+            out.push(c);
+            i += c.len_utf8();
+        }
+    }
+    out
+}
+
+/// Every `--out` file of a run, read with the run id and the clock's figures masked.
+fn out_files(dir: &Path) -> BTreeMap<String, String> {
+    let mut files = BTreeMap::new();
+    for sub in ["", "slack"] {
+        for entry in std::fs::read_dir(dir.join(sub)).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_file() {
+                let name = path.strip_prefix(dir).unwrap().display().to_string();
+                files.insert(
+                    name,
+                    mask_clock(&normalize(&std::fs::read_to_string(&path).unwrap())),
+                );
+            }
+        }
+    }
+    files
+}
+
+#[test]
+fn a_live_run_read_a_page_at_a_time_reports_what_its_saved_snapshot_reports() {
+    let live = Live::start();
+    let (live_out, saved) = (
+        live.dir.path().join("live"),
+        live.dir.path().join("saved.tar.gz"),
+    );
+    let outcome = live.run(
+        "",
+        &[
+            "--out",
+            live_out.to_str().unwrap(),
+            "--save-snapshot",
+            saved.to_str().unwrap(),
+        ],
+        &live.all_hooks(),
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    let (loki, slack) = (LokiServer::start(), SlackServer::start());
+    let replay_out = live.dir.path().join("replay");
+    let replayed = snapshot_run(
+        live.dir.path(),
+        &loki,
+        &slack,
+        saved.to_str().unwrap(),
+        &["--out", replay_out.to_str().unwrap()],
+    );
+    assert_eq!(replayed.code, 0, "{}", replayed.stderr);
+    let (from_live, from_snapshot) = (out_files(&live_out), out_files(&replay_out));
+    assert!(from_live.len() > 3, "{:?}", from_live.keys());
+    assert_eq!(from_live, from_snapshot);
+    assert!(
+        from_live["loki.json"].contains("\"violation\\\""),
+        "violations are reported"
+    );
+}
