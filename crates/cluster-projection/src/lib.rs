@@ -6,6 +6,10 @@
 //! ([`projection::write_projection`] to `<work>/in/`, or [`projection::project`] in memory) and,
 //! optionally, a saved snapshot ([`snapshot::save_snapshot`]) that replays the run offline.
 //!
+//! A run that must not hold the whole cluster uses [`read::open_cluster`]: the policy side
+//! (templates, Constraints, Namespaces) as a model, the workloads as list pages
+//! ([`read::WorkloadPages`]), saved on the way by a [`snapshot::SnapshotWriter`].
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use cluster_projection::{ClusterSource, ReadSpec, read_cluster, write_projection};

@@ -178,6 +178,15 @@ pub async fn read_cluster(
     source: &ClusterSource,
     spec: &ReadSpec,
 ) -> Result<ClusterState, ReadError> {
+    let (client, spec) = connect(source, spec).await?;
+    read_with_client(&client, &spec).await
+}
+
+/// A client for `source`, and `spec` redacting the source's own credentials too.
+async fn connect(
+    source: &ClusterSource,
+    spec: &ReadSpec,
+) -> Result<(kube::Client, ReadSpec), ReadError> {
     install_crypto_provider();
     let client = source
         .client(spec.request_timeout)
@@ -185,7 +194,7 @@ pub async fn read_cluster(
         .map_err(ReadError::Config)?;
     let mut spec = spec.clone();
     spec.redactor.merge(&source.redactor());
-    read_with_client(&client, &spec).await
+    Ok((client, spec))
 }
 
 /// [`read_cluster`] on a runtime of its own, for synchronous callers.
@@ -290,13 +299,7 @@ pub async fn open_cluster(
     source: &ClusterSource,
     spec: &ReadSpec,
 ) -> Result<(ClusterState, WorkloadPages), ReadError> {
-    install_crypto_provider();
-    let client = source
-        .client(spec.request_timeout)
-        .await
-        .map_err(ReadError::Config)?;
-    let mut spec = spec.clone();
-    spec.redactor.merge(&source.redactor());
+    let (client, spec) = connect(source, spec).await?;
     let (workloads, policy): (Vec<Resource>, Vec<Resource>) = resources(&spec)
         .into_iter()
         .partition(|r| matches!(r.role, Role::Workloads));
