@@ -3,7 +3,8 @@
 //!
 //! Each benchmark is an `examples/bench_*.rs` program of the crate it measures; it prints its own
 //! figures (throughput, counts) and exits non-zero when it misses its target. `jobcheck` measures
-//! the binary itself (`bench_jobcheck`).
+//! the binary itself (`bench_jobcheck`); `report` runs the release `workload-report` binary as its
+//! child and prints that child's wall time and peak RSS (`--workloads N`, `--snapshot`).
 
 use std::path::PathBuf;
 use std::process::Command;
