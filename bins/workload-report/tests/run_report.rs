@@ -1064,8 +1064,8 @@ fn a_closed_stdout_ends_the_output_quietly() {
     assert!(!stderr.contains("panicked"), "{stderr}");
 }
 
-/// `text` with what the clock wrote masked: runs of 9 or more digits (Loki's nanosecond
-/// timestamps, fractions of seconds) and `hh:mm:ss` times.
+/// `text` with what the clock wrote masked: `hh:mm:ss` times with their fraction of a second, and
+/// runs of 6 or more digits (Loki's nanosecond timestamps, the date and time of a run id).
 fn mask_clock(text: &str) -> String {
     let bytes = text.as_bytes();
     let mut out = String::with_capacity(text.len());
@@ -1080,9 +1080,19 @@ fn mask_clock(text: &str) -> String {
                     b.is_ascii_digit()
                 }
             });
-        if digits >= 9 || is_time {
+        if is_time {
+            // The time and its fraction of a second, however many digits it has.
             out.push('#');
-            i += if is_time { 8 } else { digits };
+            i += 8;
+            if bytes.get(i) == Some(&b'.') {
+                i += 1 + bytes[i + 1..]
+                    .iter()
+                    .take_while(|b| b.is_ascii_digit())
+                    .count();
+            }
+        } else if digits >= 6 {
+            out.push('#');
+            i += digits;
         } else {
             let c = text[i..].chars().next().unwrap();
             out.push(c);
