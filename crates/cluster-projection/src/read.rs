@@ -5,8 +5,13 @@
 //! What is read, in this order of error precedence: the Constraints of each configured kind
 //! (`constraints.gatekeeper.sh/v1beta1`, plural = lower-case kind), the ConstraintTemplate of each
 //! configured kind (GET `templates.gatekeeper.sh/v1` `constrainttemplates/<lower-case kind>`),
-//! Namespaces, then each configured workload kind. Resources are fetched concurrently; when several
+//! the ExpansionTemplates, Namespaces, then each configured workload kind. Resources are fetched concurrently; when several
 //! fail, the error reported is the first in that order.
+//!
+//! ExpansionTemplates are listed as Gatekeeper serves them: `expansion.gatekeeper.sh/v1beta1`,
+//! and when that version answers 404, `v1alpha1` (older releases); the resource is
+//! `expansiontemplate`, singular, as Gatekeeper's CRD names it. When neither is served (the
+//! CRD is not installed) the cluster has none: that is not an error.
 //!
 //! Every body is read up to [`ReadSpec::max_body_bytes`] (64 MiB by default), so an endless 200
 //! answer fails at the cap instead of growing memory. Texts taken from an answer (a `Status`
@@ -26,8 +31,8 @@ use tokio::sync::Semaphore;
 
 use crate::access::{ClusterSource, ConfigError};
 use crate::model::{
-    CONSTRAINTS_API_VERSION, ClusterState, Item, ModelError, ReadSpec, TEMPLATES_API_VERSION,
-    WorkloadKind, classify, normalize,
+    CONSTRAINTS_API_VERSION, ClusterState, EXPANSION_API_VERSIONS, Item, ModelError, ReadSpec,
+    TEMPLATES_API_VERSION, WorkloadKind, classify, normalize,
 };
 
 /// Errors while reading the cluster. Every text names the resource (and the HTTP status when one
@@ -221,8 +226,16 @@ struct Resource {
 
 #[derive(Debug, Clone)]
 enum Role {
-    Constraints { kind: String },
-    Template { kind: String, name: String },
+    Constraints {
+        kind: String,
+    },
+    Template {
+        kind: String,
+        name: String,
+    },
+    /// One served version of the ExpansionTemplates: 404 means "try the next version", and
+    /// after the last one "none".
+    Expansions,
     Namespaces,
     Workloads,
 }
@@ -252,6 +265,7 @@ fn resources(spec: &ReadSpec) -> Vec<Resource> {
             },
         });
     }
+    out.push(expansion_resource(EXPANSION_API_VERSIONS[0]));
     out.push(Resource {
         label: "v1 namespaces".into(),
         path: "/api/v1/namespaces".into(),
@@ -272,6 +286,35 @@ fn resources(spec: &ReadSpec) -> Vec<Resource> {
         });
     }
     out
+}
+
+/// The ExpansionTemplates collection of one version, e.g. `expansion.gatekeeper.sh/v1beta1`.
+fn expansion_resource(api_version: &str) -> Resource {
+    Resource {
+        label: format!("{api_version} expansiontemplate"),
+        path: format!("/apis/{api_version}/expansiontemplate"),
+        api_version: api_version.into(),
+        kind: "ExpansionTemplate".into(),
+        role: Role::Expansions,
+    }
+}
+
+/// Lists the ExpansionTemplates in the first version the API serves; none when it serves no
+/// version of them (see the module documentation).
+async fn list_expansions(
+    client: &kube::Client,
+    page_size: u32,
+    answers: &Answers,
+    parsers: Arc<Semaphore>,
+) -> Result<Vec<Item>, ReadError> {
+    for api_version in EXPANSION_API_VERSIONS {
+        let resource = expansion_resource(api_version);
+        match list_all(client, &resource, page_size, answers, Arc::clone(&parsers)).await {
+            Err(ReadError::Status { status: 404, .. }) => continue,
+            other => return other,
+        }
+    }
+    Ok(Vec::new())
 }
 
 /// Reads what `spec` selects through an existing client.
@@ -305,6 +348,7 @@ pub async fn read_with_client(
                 Role::Template { .. } => {
                     get_one(&client, &resource, &answers).await.map(|i| vec![i])
                 }
+                Role::Expansions => list_expansions(&client, page_size, &answers, parsers).await,
                 _ => list_all(&client, &resource, page_size, &answers, parsers).await,
             }
         });
@@ -592,7 +636,7 @@ fn status_error(
                     resource: label,
                 };
             }
-            Role::Namespaces | Role::Workloads => {}
+            Role::Expansions | Role::Namespaces | Role::Workloads => {}
         }
     }
     ReadError::Status {
@@ -735,6 +779,7 @@ mod tests {
             [
                 "/apis/constraints.gatekeeper.sh/v1beta1/k8srequiredlabels",
                 "/apis/templates.gatekeeper.sh/v1/constrainttemplates/k8srequiredlabels",
+                "/apis/expansion.gatekeeper.sh/v1beta1/expansiontemplate",
                 "/api/v1/namespaces",
                 "/apis/apps/v1/deployments",
                 "/apis/batch/v1/cronjobs",
