@@ -29,8 +29,9 @@ fn generate() -> Result<Vec<Generated>> {
 
 /// The demo cluster's templates: (file under `fixtures/demo/cluster/templates/`, suite under
 /// `fixtures/gatekeeper/` whose `template.yaml` it copies).
-const DEMO_TEMPLATES: [(&str, &str); 3] = [
+const DEMO_TEMPLATES: [(&str, &str); 4] = [
     ("k8scontainerlimits.yaml", "containerlimits"),
+    ("k8spodrunasnonroot.yaml", "podexpansion"),
     ("k8sreplicalimits.yaml", "replicalimits"),
     ("k8srequiredlabels.yaml", "requiredlabels"),
 ];

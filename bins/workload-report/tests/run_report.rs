@@ -74,6 +74,7 @@ fn scenario_of(objects: Vec<Value>) -> Scenario {
                 continue;
             }
             "Namespace" => "/api/v1/namespaces".to_string(),
+            "ExpansionTemplate" => format!("/apis/{api_version}/expansiontemplate"),
             "Deployment" => "/apis/apps/v1/deployments".to_string(),
             "StatefulSet" => "/apis/apps/v1/statefulsets".to_string(),
             other => format!("/apis/{api_version}/{}", other.to_ascii_lowercase()),
@@ -386,7 +387,22 @@ fn live_ok_run_posts_digests_and_pushes_loki() {
     );
     assert!(snapshot.is_file());
     // the saved snapshot replays to the same counts
-    let replay = run(
+    let replayed = replay(&snapshot, &live.slack);
+    assert_eq!(replayed["run"]["status"], "ok");
+    assert_eq!(
+        replayed["digests"]["raster"]["text"]
+            .as_str()
+            .map(|t| t.lines().count()),
+        document["digests"]["raster"]["text"]
+            .as_str()
+            .map(|t| t.lines().count())
+    );
+    assert_eq!(replayed["run"]["auditCheck"], document["run"]["auditCheck"]);
+}
+
+/// A dry run of the demo config over a saved `snapshot`: its `-o json` document.
+fn replay(snapshot: &Path, slack: &SlackServer) -> Value {
+    let outcome = run(
         &[
             "run",
             "--config",
@@ -397,19 +413,10 @@ fn live_ok_run_posts_digests_and_pushes_loki() {
             "-o",
             "json",
         ],
-        &hooks(&live.slack, &TEAMS),
+        &hooks(slack, &TEAMS),
     );
-    let replayed = first_json(&replay.stdout);
-    assert_eq!(replayed["run"]["status"], "ok", "{}", replay.stderr);
-    assert_eq!(
-        replayed["digests"]["raster"]["text"]
-            .as_str()
-            .map(|t| t.lines().count()),
-        document["digests"]["raster"]["text"]
-            .as_str()
-            .map(|t| t.lines().count())
-    );
-    assert_eq!(replayed["run"]["auditCheck"], document["run"]["auditCheck"]);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    first_json(&outcome.stdout)
 }
 
 /// The first JSON document on stdout (`-o json` prints the document, then the run line).
@@ -1061,4 +1068,115 @@ fn a_closed_stdout_ends_the_output_quietly() {
     let (code, stderr) = run_into_a_closed_pipe(&["verify", "fixtures/gatekeeper/..."], &[]);
     assert_eq!(code, 0, "verify's own exit code: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn a_pod_only_rule_flags_workloads_through_their_pods() {
+    let live = Live::start();
+    let snapshot = live.dir.path().join("saved.tar.gz");
+    let outcome = live.run(
+        "",
+        &["--save-snapshot", snapshot.to_str().unwrap(), "-o", "json"],
+        &live.all_hooks(),
+    );
+    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+    let document = first_json(&outcome.stdout);
+    assert_eq!(document["run"]["status"], "ok");
+    // K8sPodRunAsNonRoot matches only Pods: it sees the payments-prod Deployment and
+    // StatefulSet through the demo's ExpansionTemplate (api runs as non-root)
+    let payments = document["digests"]["payments"].to_string();
+    assert!(
+        payments.contains("• *K8sPodRunAsNonRoot*: 2 — `checkout`, `statefulset/ledger`"),
+        "{payments}"
+    );
+    assert!(
+        outcome.stderr.contains("1 expansion templates"),
+        "{}",
+        outcome.stderr
+    );
+    // Gatekeeper's audit counts real Pods: the rule's audit check is skipped, saying why
+    assert_eq!(
+        document["run"]["auditCheck"]["K8sPodRunAsNonRoot"],
+        "skipped"
+    );
+    assert!(
+        outcome.stderr.contains(
+            "audit check K8sPodRunAsNonRoot: skipped (its findings come through ExpansionTemplates, \
+             and Gatekeeper's audit reviews real Pods, not expansions)"
+        ),
+        "{}",
+        outcome.stderr
+    );
+    assert!(
+        document["problems"].is_null(),
+        "no warning: the rule is covered"
+    );
+    // the saved snapshot holds the ExpansionTemplate: the replay finds the same
+    let replayed = replay(&snapshot, &live.slack);
+    assert_eq!(
+        replayed["digests"]["payments"]["text"],
+        document["digests"]["payments"]["text"]
+    );
+}
+
+/// Copies the demo cluster into `to`, leaving out the files named `skip`.
+fn copy_demo_cluster(to: &Path, skip: &str) {
+    let mut dirs = vec![(demo_dir().join("cluster"), to.to_path_buf())];
+    while let Some((from, to)) = dirs.pop() {
+        std::fs::create_dir_all(&to).unwrap();
+        for entry in std::fs::read_dir(&from).unwrap() {
+            let entry = entry.unwrap();
+            if entry.path().is_dir() {
+                dirs.push((entry.path(), to.join(entry.file_name())));
+            } else if entry.file_name() != skip {
+                std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_rule_that_cannot_flag_a_workload_is_told_to_the_default_team() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster");
+    copy_demo_cluster(&cluster, "expansion.yaml");
+    let (loki, slack) = (LokiServer::start(), SlackServer::start());
+    let outcome = snapshot_run(dir.path(), &loki, &slack, cluster.to_str().unwrap(), &[]);
+    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+    assert_eq!(
+        outcome.run_line()["status"],
+        "ok",
+        "a warning keeps the run ok"
+    );
+    let warning = "K8sPodRunAsNonRoot matches only Pod; no ExpansionTemplate covers Deployment, \
+                   StatefulSet: this rule cannot flag a workload";
+    let problems = slack.posts("infra");
+    assert!(problems.iter().any(|p| p.contains(warning)), "{problems:?}");
+    assert!(
+        outcome.stderr.contains(&format!("warning: {warning}")),
+        "{}",
+        outcome.stderr
+    );
+}
+
+#[test]
+fn explain_says_how_each_rule_sees_the_workloads() {
+    let outcome = run(
+        &[
+            "explain",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--snapshot",
+            "fixtures/demo/cluster",
+        ],
+        &[],
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert!(
+        outcome.stdout.contains(
+            "  Deployment: through ExpansionTemplate expand-deployments-statefulsets (as Pod)"
+        ),
+        "{}",
+        outcome.stdout
+    );
 }

@@ -29,6 +29,7 @@ use report_sinks::{
 use crate::audit::ConstraintAudit;
 use crate::config::{Config, Settings};
 use crate::count::Finding;
+use crate::coverage::{Coverage, coverage};
 use crate::run::{Collected, Delivery, RunContext, RunOutput, execute};
 
 /// A setup problem: the run could not start (the binary exits 2).
@@ -287,9 +288,10 @@ impl Reader<'_> {
     fn collect(&self) -> Result<Collected, String> {
         let state = self.read()?;
         (self.log)(&format!(
-            "read {} templates, {} constraints, {} namespaces, {} workloads",
+            "read {} templates, {} constraints, {} expansion templates, {} namespaces, {} workloads",
             state.templates.len(),
             state.constraints.len(),
+            state.expansion_templates.len(),
             state.namespaces.len(),
             state.workloads.len()
         ));
@@ -299,6 +301,12 @@ impl Reader<'_> {
             (self.log)(&format!("saved the snapshot to {}", file.display()));
         }
         let constraints = audit_facts(&state)?;
+        let coverage = coverage(
+            &self.config.constraint_kinds,
+            &self.config.workload_kinds,
+            &state,
+        )
+        .map_err(|e| format!("invalid ExpansionTemplates: {}", error_text(&e)))?;
         let template_kinds: BTreeSet<String> = state
             .templates
             .iter()
@@ -311,36 +319,13 @@ impl Reader<'_> {
             results,
             constraints,
             template_kinds,
+            expansion_rules: coverage.expansion_rules(),
+            warnings: coverage.warnings(),
         })
     }
 
     fn read(&self) -> Result<ClusterState, String> {
-        let spec = ReadSpec {
-            workload_kinds: self.config.workload_kinds.clone(),
-            constraint_kinds: self.config.constraint_kinds.clone(),
-            request_timeout: self.config.timeouts.api,
-            ..ReadSpec::default()
-        };
-        match (&self.options.snapshot, self.source) {
-            (Some(path), _) => {
-                let state = cluster_projection::read_snapshot(path)
-                    .map_err(|e| format!("failed to read the snapshot: {}", error_text(&e)))?;
-                state
-                    .restrict_to(&spec)
-                    .map_err(|e| format!("snapshot {}: {}", path.display(), error_text(&e)))
-            }
-            (None, None) => Err("no cluster source and no snapshot".to_string()),
-            (None, Some(source)) => self
-                .runtime
-                .block_on(cluster_projection::read_cluster(source, &spec))
-                .map_err(|e| {
-                    format!(
-                        "failed to read the cluster ({}): {}",
-                        source.describe(),
-                        error_text(&e)
-                    )
-                }),
-        }
+        read_state(self.config, self.options, self.source, self.runtime)
     }
 
     /// Reviews the projection of `state` with the configured engine; each result is kept only
@@ -375,6 +360,57 @@ impl Reader<'_> {
         }
         Ok(results)
     }
+}
+
+/// Reads what the config selects from the snapshot of `options`, or else from `source`; every
+/// error is a reason text.
+fn read_state(
+    config: &Config,
+    options: &LiveOptions,
+    source: Option<&ClusterSource>,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<ClusterState, String> {
+    let spec = ReadSpec {
+        workload_kinds: config.workload_kinds.clone(),
+        constraint_kinds: config.constraint_kinds.clone(),
+        request_timeout: config.timeouts.api,
+        ..ReadSpec::default()
+    };
+    match (&options.snapshot, source) {
+        (Some(path), _) => {
+            let state = cluster_projection::read_snapshot(path)
+                .map_err(|e| format!("failed to read the snapshot: {}", error_text(&e)))?;
+            state
+                .restrict_to(&spec)
+                .map_err(|e| format!("snapshot {}: {}", path.display(), error_text(&e)))
+        }
+        (None, None) => Err("no cluster source and no snapshot".to_string()),
+        (None, Some(source)) => runtime
+            .block_on(cluster_projection::read_cluster(source, &spec))
+            .map_err(|e| {
+                format!(
+                    "failed to read the cluster ({}): {}",
+                    source.describe(),
+                    error_text(&e)
+                )
+            }),
+    }
+}
+
+/// What `workload-report explain` shows: which workload kinds each configured rule can see, and
+/// how, in the snapshot of `options` or the cluster (read as a run reads it).
+pub fn explain(config: &Config, options: &LiveOptions) -> Result<Coverage, String> {
+    let source = options
+        .snapshot
+        .is_none()
+        .then(|| ClusterSource::detect(options.kubeconfig.clone(), options.context.clone()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("failed to start the async runtime: {e}"))?;
+    let state = read_state(config, options, source.as_ref(), &runtime)?;
+    coverage(&config.constraint_kinds, &config.workload_kinds, &state)
+        .map_err(|e| format!("invalid ExpansionTemplates: {}", error_text(&e)))
 }
 
 fn audit_facts(state: &ClusterState) -> Result<Vec<ConstraintAudit>, String> {

@@ -14,6 +14,10 @@
 //! and the Loki push); the run line is always returned for stdout and pushed to Loki. A dry run
 //! suppresses Slack only: a team without a webhook still makes the run partial.
 //!
+//! Warnings (a configured rule that can flag no workload — see [`crate::coverage`]) are not
+//! problems of the run either: it stays ok, and its warning lines go to the default team in the
+//! problems message, which is sent for them also when the run is ok.
+//!
 //! Policy errors (a Constraint that failed to evaluate on some objects) are not problems of the
 //! run: when the engines themselves worked the run stays ok. They are the policy owners' to fix,
 //! so the problems message goes to the default team also for an ok run that has them, naming
@@ -29,7 +33,9 @@ use report_sinks::model::{AuditCheck, PolicyError, Report, RunStatus, RunSummary
 use report_sinks::slack::{SlackMessage, SlackOptions, SlackSink, TeamDigest, problems_message};
 use report_sinks::{LokiPush, LokiSink, Redactor, SendError, WebhookUrl};
 
-use crate::audit::{ConstraintAudit, all_skipped, cross_check, of_them_errors};
+use crate::audit::{
+    ConstraintAudit, EXPANSION_SKIP_REASON, all_skipped, cross_check, of_them_errors,
+};
 use crate::config::{Config, Settings, webhook_env_var};
 use crate::count::{Finding, count, policy_errors};
 
@@ -42,6 +48,11 @@ pub struct Collected {
     pub constraints: Vec<ConstraintAudit>,
     /// The Constraint kinds that have a ConstraintTemplate in the cluster.
     pub template_kinds: BTreeSet<String>,
+    /// The rules that see workloads through ExpansionTemplates (their audit check is skipped).
+    pub expansion_rules: BTreeSet<String>,
+    /// Warnings for the default team that leave the run ok, e.g. a rule that cannot flag a
+    /// workload.
+    pub warnings: Vec<String>,
 }
 
 /// Delivery of the rendered payloads (Slack and Loki). Implementations bound every call with a
@@ -194,6 +205,7 @@ struct Run<'a> {
     log: Vec<String>,
     posted: BTreeSet<String>,
     outcome: Outcome,
+    warnings: Vec<String>,
 }
 
 /// Runs the report once. `collect` reads and evaluates (its `Err` is a reason text, a panic is an
@@ -240,6 +252,7 @@ impl<'a> Run<'a> {
             log,
             posted: BTreeSet::new(),
             outcome: Outcome::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -381,6 +394,10 @@ impl<'a> Run<'a> {
     /// for every audit disagreement.
     fn counted_report(&mut self, collected: &Collected) -> Report {
         let config = self.config;
+        for warning in &collected.warnings {
+            self.log.push(format!("warning: {}", self.scrub(warning)));
+            self.warnings.push(self.scrub(warning));
+        }
         let teams = count(config, &collected.results);
         let erring = policy_errors(config, &collected.results);
         for error in &erring {
@@ -399,6 +416,7 @@ impl<'a> Run<'a> {
             &collected.constraints,
             &collected.results,
             &config.audit,
+            &collected.expansion_rules,
         );
         self.log.extend(outcome.skipped.iter().cloned());
         for (rule, check) in &outcome.checks {
@@ -409,6 +427,9 @@ impl<'a> Run<'a> {
                         "audit check {rule}: engine {engine}{}, audit {audit}",
                         of_them_errors(errors)
                     )
+                }
+                AuditCheck::Skipped if outcome.through_expansion.contains(rule) => {
+                    format!("audit check {rule}: skipped ({EXPANSION_SKIP_REASON})")
                 }
                 AuditCheck::Skipped => format!("audit check {rule}: skipped (no fresh audit)"),
             });
@@ -474,23 +495,29 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The problems message for the default team, sent when the run is not ok or a policy erred;
-    /// a message that cannot be delivered fails the default team.
+    /// The problems message for the default team, sent when the run is not ok, a policy erred
+    /// or there are warnings (listed after the problems); a message that cannot be delivered
+    /// fails the default team.
     fn send_problems(
         &mut self,
         report: &Report,
         options: &SlackOptions,
         delivery: &mut dyn Delivery,
     ) -> Option<SlackMessage> {
-        if report.run.status == RunStatus::Ok && report.policy_errors.is_empty() {
+        if report.run.status == RunStatus::Ok
+            && report.policy_errors.is_empty()
+            && self.warnings.is_empty()
+        {
             return None;
         }
-        let message = problems_message(
-            &report.run,
-            self.outcome.problems(),
-            &report.policy_errors,
-            options,
-        );
+        let lines: Vec<String> = self
+            .outcome
+            .problems()
+            .iter()
+            .chain(&self.warnings)
+            .cloned()
+            .collect();
+        let message = problems_message(&report.run, &lines, &report.policy_errors, options);
         let team = self.config.default_team.clone();
         match webhook_for(self.settings, &team) {
             Err(reason) => {

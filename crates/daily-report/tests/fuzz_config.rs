@@ -212,6 +212,7 @@ fn findings(config: &Config) -> Vec<Finding> {
                 namespace: Some(ns.into()),
                 name: format!("w{i}-{ns}"),
                 msg: "you must provide labels: {\"owner\"}".into(),
+                implied_by: None,
             });
         }
     }
@@ -227,6 +228,7 @@ fn run_once(config: &Config, env: &BTreeMap<String, String>) {
         results: findings(config),
         constraints: Vec::new(),
         template_kinds: config.constraint_kinds.iter().cloned().collect(),
+        ..Collected::default()
     };
     let ctx = RunContext {
         config,

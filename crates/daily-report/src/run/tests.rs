@@ -111,6 +111,7 @@ fn collected() -> Collected {
             .iter()
             .map(|s| s.to_string())
             .collect(),
+        ..Collected::default()
     }
 }
 
@@ -642,4 +643,70 @@ fn an_undeliverable_policy_errors_message_makes_an_ok_run_partial() {
     let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
     assert_eq!(out.report.run.status, RunStatus::Ok);
     assert!(out.problems.is_none());
+}
+
+#[test]
+fn warnings_keep_the_run_ok_and_go_to_the_default_team() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let warning = "K8sContainerLimits matches only Pod; no ExpansionTemplate covers Deployment, \
+                   StatefulSet: this rule cannot flag a workload";
+    let out = run_with(
+        &config,
+        &settings,
+        || {
+            Ok(Collected {
+                warnings: vec![warning.to_string()],
+                ..collected()
+            })
+        },
+        &mut delivery,
+    );
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    assert_eq!(out.report.run.reason, "");
+    let teams: Vec<&str> = delivery.posts.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(teams, ["raster", "web", "infra"]);
+    let problems = out.problems.as_ref().expect("a problems message");
+    assert!(
+        problems.plain_text().contains(warning),
+        "{}",
+        problems.plain_text()
+    );
+    assert!(
+        out.log.contains(&format!("warning: {warning}")),
+        "{:?}",
+        out.log
+    );
+}
+
+#[test]
+fn a_rule_seen_through_expansion_skips_its_audit_check_and_says_why() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let out = run_with(
+        &config,
+        &settings,
+        || {
+            Ok(Collected {
+                expansion_rules: ["K8sContainerLimits".to_string()].into(),
+                ..collected()
+            })
+        },
+        &mut delivery,
+    );
+    assert_eq!(
+        out.report.run.audit_check["K8sContainerLimits"],
+        AuditCheck::Skipped
+    );
+    assert!(
+        out.log.contains(
+            &"audit check K8sContainerLimits: skipped (its findings come through \
+              ExpansionTemplates, and Gatekeeper's audit reviews real Pods, not expansions)"
+                .to_string()
+        ),
+        "{:?}",
+        out.log
+    );
 }
