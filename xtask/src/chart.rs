@@ -378,6 +378,7 @@ fn check_full(c: &mut Scope<'_>, r: &Release, values: &Value, contract: &Contrac
             {"apiGroups": ["batch"], "resources": ["cronjobs"], "verbs": ["list"]},
             {"apiGroups": ["constraints.gatekeeper.sh"], "resources": ["k8srequiredlabels", "k8scontainerlimits"], "verbs": ["list"]},
             {"apiGroups": ["expansion.gatekeeper.sh"], "resources": ["expansiontemplate"], "verbs": ["list"]},
+            {"apiGroups": ["mutations.gatekeeper.sh"], "resources": ["assign", "assignimage", "assignmetadata", "modifyset"], "verbs": ["list"]},
             {"apiGroups": ["templates.gatekeeper.sh"], "resources": ["constrainttemplates"],
              "resourceNames": ["k8srequiredlabels", "k8scontainerlimits"], "verbs": ["get"]}
         ]),
@@ -844,6 +845,7 @@ fn check_minimal(c: &mut Scope<'_>, r: &Release) {
             {"apiGroups": ["apps"], "resources": ["deployments", "statefulsets"], "verbs": ["list"]},
             {"apiGroups": ["constraints.gatekeeper.sh"], "resources": ["k8srequiredlabels"], "verbs": ["list"]},
             {"apiGroups": ["expansion.gatekeeper.sh"], "resources": ["expansiontemplate"], "verbs": ["list"]},
+            {"apiGroups": ["mutations.gatekeeper.sh"], "resources": ["assign", "assignimage", "assignmetadata", "modifyset"], "verbs": ["list"]},
             {"apiGroups": ["templates.gatekeeper.sh"], "resources": ["constrainttemplates"],
              "resourceNames": ["k8srequiredlabels"], "verbs": ["get"]}
         ]),

@@ -74,6 +74,7 @@ fn scenario_of(objects: Vec<Value>) -> Scenario {
                 continue;
             }
             "Namespace" => "/api/v1/namespaces".to_string(),
+            "Assign" => format!("/apis/{api_version}/assign"),
             "ExpansionTemplate" => format!("/apis/{api_version}/expansiontemplate"),
             "Deployment" => "/apis/apps/v1/deployments".to_string(),
             "StatefulSet" => "/apis/apps/v1/statefulsets".to_string(),
@@ -1178,5 +1179,30 @@ fn explain_says_how_each_rule_sees_the_workloads() {
         ),
         "{}",
         outcome.stdout
+    );
+}
+
+#[test]
+fn mutators_beside_expansion_templates_are_told_to_the_default_team() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster");
+    copy_demo_cluster(&cluster, "-");
+    std::fs::write(
+        cluster.join("mutators.yaml"),
+        "apiVersion: mutations.gatekeeper.sh/v1\nkind: Assign\nmetadata:\n  name: pods-non-root\n\
+         spec:\n  applyTo: [{groups: [''], kinds: [Pod], versions: [v1]}]\n  location: \
+         spec.securityContext.runAsNonRoot\n  parameters: {assign: {value: true}}\n",
+    )
+    .unwrap();
+    let (loki, slack) = (LokiServer::start(), SlackServer::start());
+    let outcome = snapshot_run(dir.path(), &loki, &slack, cluster.to_str().unwrap(), &[]);
+    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+    assert_eq!(outcome.run_line()["status"], "ok");
+    let problems = slack.posts("infra");
+    assert!(
+        problems.iter().any(|p| p.contains(
+            "the cluster has 1 Gatekeeper mutator (Assign pods-non-root): Gatekeeper applies them"
+        )),
+        "{problems:?}"
     );
 }

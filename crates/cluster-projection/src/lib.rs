@@ -24,8 +24,8 @@ pub mod snapshot;
 
 pub use access::{ClusterSource, ConfigError, InClusterConfig};
 pub use model::{
-    ClusterState, Constraint, ExpansionTemplate, MAX_BODY_BYTES, ModelError, Namespace, RawObject,
-    ReadSpec, Template, Workload, WorkloadKind,
+    ClusterState, Constraint, ExpansionTemplate, MAX_BODY_BYTES, ModelError, Mutator, Namespace,
+    RawObject, ReadSpec, Template, Workload, WorkloadKind,
 };
 pub use projection::{
     ProjectedObject, ProjectionError, ProjectionSummary, project, project_lazily, project_object,

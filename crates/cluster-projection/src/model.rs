@@ -1,5 +1,5 @@
 //! The typed, memory-lean model of what a run read: ConstraintTemplates, Constraints,
-//! ExpansionTemplates, Namespaces and workloads, each with the few fields the report needs extracted and the whole object kept as
+//! ExpansionTemplates, mutators, Namespaces and workloads, each with the few fields the report needs extracted and the whole object kept as
 //! compact JSON text ([`RawObject`]).
 //!
 //! The same model comes from a live cluster ([`crate::read`]) and from a snapshot
@@ -30,6 +30,24 @@ pub const CONSTRAINTS_API_VERSION: &str = "constraints.gatekeeper.sh/v1beta1";
 pub const TEMPLATES_API_VERSION: &str = "templates.gatekeeper.sh/v1";
 /// API group of ExpansionTemplates.
 pub const EXPANSION_GROUP: &str = "expansion.gatekeeper.sh";
+/// API group of Gatekeeper's mutators.
+pub const MUTATION_GROUP: &str = "mutations.gatekeeper.sh";
+/// Gatekeeper's mutator kinds: (kind, resource, the versions the reader lists it with, in the
+/// order it tries them).
+pub const MUTATORS: [(&str, &str, &[&str]); 4] = [
+    ("Assign", "assign", &["mutations.gatekeeper.sh/v1"]),
+    (
+        "AssignMetadata",
+        "assignmetadata",
+        &["mutations.gatekeeper.sh/v1"],
+    ),
+    ("ModifySet", "modifyset", &["mutations.gatekeeper.sh/v1"]),
+    (
+        "AssignImage",
+        "assignimage",
+        &["mutations.gatekeeper.sh/v1alpha1"],
+    ),
+];
 /// The versions the reader lists ExpansionTemplates with, in the order it tries them: the one
 /// Gatekeeper serves today, then the one older releases serve.
 pub const EXPANSION_API_VERSIONS: [&str; 2] = [
@@ -79,7 +97,7 @@ pub enum ModelError {
     },
     /// An object of a kind the model does not hold.
     #[error(
-        "unsupported object {api_version} {kind} {name:?}: only ConstraintTemplates, Constraints, ExpansionTemplates, Namespaces and workloads are read"
+        "unsupported object {api_version} {kind} {name:?}: only ConstraintTemplates, Constraints, ExpansionTemplates, mutators, Namespaces and workloads are read"
     )]
     Unsupported {
         /// Its apiVersion.
@@ -409,6 +427,19 @@ pub struct ExpansionTemplate {
     pub raw: RawObject,
 }
 
+/// A Gatekeeper mutator (`Assign`, `AssignMetadata`, `ModifySet`, `AssignImage`). Gatekeeper
+/// also applies mutators to the resources it expands workloads into; the report does not, and
+/// reads them only to say so.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mutator {
+    /// Its kind, e.g. `Assign`.
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// The whole object.
+    pub raw: RawObject,
+}
+
 /// A Namespace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Namespace {
@@ -461,6 +492,9 @@ pub struct ClusterState {
     pub constraints: Vec<Constraint>,
     /// ExpansionTemplates (none when the cluster does not serve them).
     pub expansion_templates: Vec<ExpansionTemplate>,
+    /// Mutators (none when the cluster does not serve them). Never projected: no engine is
+    /// given them.
+    pub mutators: Vec<Mutator>,
     /// Namespaces.
     pub namespaces: Vec<Namespace>,
     /// Workloads.
@@ -488,6 +522,7 @@ impl ClusterState {
             Item::Template(t) => self.templates.push(t),
             Item::Constraint(c) => self.constraints.push(c),
             Item::Expansion(e) => self.expansion_templates.push(e),
+            Item::Mutator(m) => self.mutators.push(m),
             Item::Namespace(n) => self.namespaces.push(n),
             Item::Workload(w) => self.workloads.push(w),
         }
@@ -499,6 +534,8 @@ impl ClusterState {
         self.constraints
             .sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
         self.expansion_templates.sort_by(|a, b| a.name.cmp(&b.name));
+        self.mutators
+            .sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
         self.namespaces.sort_by(|a, b| a.name.cmp(&b.name));
         self.workloads
             .sort_by(|a, b| (&a.namespace, a.kind, &a.name).cmp(&(&b.namespace, b.kind, &b.name)));
@@ -518,6 +555,13 @@ impl ClusterState {
             .find(|w| w[0].name == w[1].name)
         {
             return Err(duplicate("ExpansionTemplate", "", &w[0].name));
+        }
+        if let Some(w) = self
+            .mutators
+            .windows(2)
+            .find(|w| w[0].kind == w[1].kind && w[0].name == w[1].name)
+        {
+            return Err(duplicate(&w[0].kind, "", &w[0].name));
         }
         if let Some(w) = self.namespaces.windows(2).find(|w| w[0].name == w[1].name) {
             return Err(duplicate("Namespace", "", &w[0].name));
@@ -561,6 +605,7 @@ impl ClusterState {
         self.templates.len()
             + self.constraints.len()
             + self.expansion_templates.len()
+            + self.mutators.len()
             + self.namespaces.len()
             + self.workloads.len()
     }
@@ -571,13 +616,14 @@ impl ClusterState {
     }
 
     /// Every object's raw text, in model order: templates, Constraints, ExpansionTemplates,
-    /// Namespaces, workloads.
+    /// mutators, Namespaces, workloads.
     pub fn raw_objects(&self) -> impl Iterator<Item = &RawObject> {
         self.templates
             .iter()
             .map(|t| &t.raw)
             .chain(self.constraints.iter().map(|c| &c.raw))
             .chain(self.expansion_templates.iter().map(|e| &e.raw))
+            .chain(self.mutators.iter().map(|m| &m.raw))
             .chain(self.namespaces.iter().map(|n| &n.raw))
             .chain(self.workloads.iter().map(|w| &w.raw))
     }
@@ -598,6 +644,7 @@ pub(crate) enum Item {
     Template(Template),
     Constraint(Constraint),
     Expansion(ExpansionTemplate),
+    Mutator(Mutator),
     Namespace(Namespace),
     Workload(Workload),
 }
@@ -705,6 +752,13 @@ pub(crate) fn classify(object: Value) -> Result<Item, ModelError> {
         return Ok(Item::Expansion(ExpansionTemplate {
             name,
             api_version,
+            raw: RawObject::from_value(&object),
+        }));
+    }
+    if group == MUTATION_GROUP && MUTATORS.iter().any(|(k, _, _)| *k == kind) {
+        return Ok(Item::Mutator(Mutator {
+            kind,
+            name,
             raw: RawObject::from_value(&object),
         }));
     }

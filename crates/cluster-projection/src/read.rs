@@ -5,12 +5,14 @@
 //! What is read, in this order of error precedence: the Constraints of each configured kind
 //! (`constraints.gatekeeper.sh/v1beta1`, plural = lower-case kind), the ConstraintTemplate of each
 //! configured kind (GET `templates.gatekeeper.sh/v1` `constrainttemplates/<lower-case kind>`),
-//! the ExpansionTemplates, Namespaces, then each configured workload kind. Resources are fetched concurrently; when several
+//! the ExpansionTemplates, the mutators, Namespaces, then each configured workload kind. Resources are fetched concurrently; when several
 //! fail, the error reported is the first in that order.
 //!
 //! ExpansionTemplates are listed as Gatekeeper serves them: `expansion.gatekeeper.sh/v1beta1`,
 //! and when that version answers 404, `v1alpha1` (older releases); the resource is
-//! `expansiontemplate`, singular, as Gatekeeper's CRD names it. When neither is served (the
+//! `expansiontemplate`, singular, as Gatekeeper's CRD names it. Gatekeeper's mutators
+//! (`mutations.gatekeeper.sh` `assign`, `assignmetadata`, `modifyset` in `v1`, `assignimage` in
+//! `v1alpha1`) are listed the same way, only so the report can say that it does not apply them. When neither is served (the
 //! CRD is not installed) the cluster has none: that is not an error.
 //!
 //! Every body is read up to [`ReadSpec::max_body_bytes`] (64 MiB by default), so an endless 200
@@ -31,8 +33,8 @@ use tokio::sync::Semaphore;
 
 use crate::access::{ClusterSource, ConfigError};
 use crate::model::{
-    CONSTRAINTS_API_VERSION, ClusterState, EXPANSION_API_VERSIONS, Item, ModelError, ReadSpec,
-    TEMPLATES_API_VERSION, WorkloadKind, classify, normalize,
+    CONSTRAINTS_API_VERSION, ClusterState, EXPANSION_API_VERSIONS, Item, MUTATORS, ModelError,
+    ReadSpec, TEMPLATES_API_VERSION, WorkloadKind, classify, normalize,
 };
 
 /// Errors while reading the cluster. Every text names the resource (and the HTTP status when one
@@ -233,9 +235,13 @@ enum Role {
         kind: String,
         name: String,
     },
-    /// One served version of the ExpansionTemplates: 404 means "try the next version", and
-    /// after the last one "none".
-    Expansions,
+    /// A collection the cluster may not serve (ExpansionTemplates, mutators): its versions in
+    /// the order tried (a 404 means "try the next", and after the last one "none"), the first
+    /// being this resource's.
+    Optional {
+        versions: &'static [&'static str],
+        plural: &'static str,
+    },
     Namespaces,
     Workloads,
 }
@@ -265,7 +271,15 @@ fn resources(spec: &ReadSpec) -> Vec<Resource> {
             },
         });
     }
-    out.push(expansion_resource(EXPANSION_API_VERSIONS[0]));
+    out.push(optional_resource(
+        &EXPANSION_API_VERSIONS,
+        EXPANSION_API_VERSIONS[0],
+        "expansiontemplate",
+        "ExpansionTemplate",
+    ));
+    for (kind, plural, versions) in MUTATORS {
+        out.push(optional_resource(versions, versions[0], plural, kind));
+    }
     out.push(Resource {
         label: "v1 namespaces".into(),
         path: "/api/v1/namespaces".into(),
@@ -288,28 +302,37 @@ fn resources(spec: &ReadSpec) -> Vec<Resource> {
     out
 }
 
-/// The ExpansionTemplates collection of one version, e.g. `expansion.gatekeeper.sh/v1beta1`.
-fn expansion_resource(api_version: &str) -> Resource {
+/// One version of a collection the cluster may not serve (see [`Role::Optional`]).
+fn optional_resource(
+    versions: &'static [&'static str],
+    api_version: &str,
+    plural: &'static str,
+    kind: &str,
+) -> Resource {
     Resource {
-        label: format!("{api_version} expansiontemplate"),
-        path: format!("/apis/{api_version}/expansiontemplate"),
+        label: format!("{api_version} {plural}"),
+        path: format!("/apis/{api_version}/{plural}"),
         api_version: api_version.into(),
-        kind: "ExpansionTemplate".into(),
-        role: Role::Expansions,
+        kind: kind.into(),
+        role: Role::Optional { versions, plural },
     }
 }
 
-/// Lists the ExpansionTemplates in the first version the API serves; none when it serves no
-/// version of them (see the module documentation).
-async fn list_expansions(
+/// Lists an optional collection in the first of its versions the API serves; nothing when it
+/// serves none of them (see the module documentation).
+async fn list_optional(
     client: &kube::Client,
+    resource: &Resource,
     page_size: u32,
     answers: &Answers,
     parsers: Arc<Semaphore>,
 ) -> Result<Vec<Item>, ReadError> {
-    for api_version in EXPANSION_API_VERSIONS {
-        let resource = expansion_resource(api_version);
-        match list_all(client, &resource, page_size, answers, Arc::clone(&parsers)).await {
+    let Role::Optional { versions, plural } = resource.role else {
+        return list_all(client, resource, page_size, answers, parsers).await;
+    };
+    for api_version in versions {
+        let version = optional_resource(versions, api_version, plural, &resource.kind);
+        match list_all(client, &version, page_size, answers, Arc::clone(&parsers)).await {
             Err(ReadError::Status { status: 404, .. }) => continue,
             other => return other,
         }
@@ -348,7 +371,9 @@ pub async fn read_with_client(
                 Role::Template { .. } => {
                     get_one(&client, &resource, &answers).await.map(|i| vec![i])
                 }
-                Role::Expansions => list_expansions(&client, page_size, &answers, parsers).await,
+                Role::Optional { .. } => {
+                    list_optional(&client, &resource, page_size, &answers, parsers).await
+                }
                 _ => list_all(&client, &resource, page_size, &answers, parsers).await,
             }
         });
@@ -636,7 +661,7 @@ fn status_error(
                     resource: label,
                 };
             }
-            Role::Expansions | Role::Namespaces | Role::Workloads => {}
+            Role::Optional { .. } | Role::Namespaces | Role::Workloads => {}
         }
     }
     ReadError::Status {
@@ -780,6 +805,10 @@ mod tests {
                 "/apis/constraints.gatekeeper.sh/v1beta1/k8srequiredlabels",
                 "/apis/templates.gatekeeper.sh/v1/constrainttemplates/k8srequiredlabels",
                 "/apis/expansion.gatekeeper.sh/v1beta1/expansiontemplate",
+                "/apis/mutations.gatekeeper.sh/v1/assign",
+                "/apis/mutations.gatekeeper.sh/v1/assignmetadata",
+                "/apis/mutations.gatekeeper.sh/v1/modifyset",
+                "/apis/mutations.gatekeeper.sh/v1alpha1/assignimage",
                 "/api/v1/namespaces",
                 "/apis/apps/v1/deployments",
                 "/apis/batch/v1/cronjobs",

@@ -527,3 +527,49 @@ async fn a_forbidden_expansion_template_list_fails_the_read_naming_it() {
         "{err}"
     );
 }
+
+#[tokio::test]
+async fn mutators_are_read_where_served_and_snapshotted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mutator = |name: &str| serde_json::json!({"metadata": {"name": name}, "spec": {}});
+    let fake = FakeApiServer::start(
+        Scenario::from_dir(basic_dir())
+            .with_list(
+                "/apis/mutations.gatekeeper.sh/v1/assign",
+                "AssignList",
+                "mutations.gatekeeper.sh/v1",
+                vec![mutator("set-non-root"), mutator("add-label")],
+            )
+            .with_list(
+                "/apis/mutations.gatekeeper.sh/v1alpha1/assignimage",
+                "AssignImageList",
+                "mutations.gatekeeper.sh/v1alpha1",
+                vec![mutator("mirror")],
+            ),
+    );
+    let state = read_cluster(&kubeconfig(&fake, &dir), &spec())
+        .await
+        .expect("read");
+    let read: Vec<_> = state
+        .mutators
+        .iter()
+        .map(|m| format!("{} {}", m.kind, m.name))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            "Assign add-label",
+            "Assign set-non-root",
+            "AssignImage mirror"
+        ]
+    );
+    let file = dir.path().join("saved.tar.gz");
+    save_snapshot(&state, &file).expect("save");
+    assert_eq!(read_snapshot(&file).expect("replay"), state);
+    // AssignMetadata and ModifySet are not served: none, and no error
+    assert_eq!(
+        fake.requests_to("/apis/mutations.gatekeeper.sh/v1/modifyset")
+            .len(),
+        1
+    );
+}

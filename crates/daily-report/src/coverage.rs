@@ -76,15 +76,20 @@ pub struct Coverage {
     pub templates: BTreeMap<String, (Vec<String>, String)>,
     /// The configured workload kinds.
     pub workload_kinds: Vec<WorkloadKind>,
+    /// The cluster's mutators, as `Kind name`, sorted.
+    pub mutators: Vec<String>,
 }
 
 impl Coverage {
     /// The warning line of every rule that cannot flag a workload, e.g. `K8sPSPPrivilegedContainer
     /// matches only Pod; no ExpansionTemplate covers Deployment, StatefulSet: this rule cannot
     /// flag a workload`.
+    /// Then, when the cluster has both ExpansionTemplates and mutators, that the mutators are not
+    /// applied to the expanded resources.
     pub fn warnings(&self) -> Vec<String> {
         let workloads: Vec<&str> = self.workload_kinds.iter().map(|k| k.kind()).collect();
-        self.rules
+        let mut out: Vec<String> = self
+            .rules
             .iter()
             .filter(|rule| rule.cannot_flag())
             .map(|rule| {
@@ -95,7 +100,34 @@ impl Coverage {
                     workloads.join(", ")
                 )
             })
-            .collect()
+            .collect();
+        if !self.templates.is_empty() && !self.mutators.is_empty() {
+            out.push(self.mutators_warning());
+        }
+        out
+    }
+
+    /// The mutators are not applied to expanded resources (the workloads themselves were mutated
+    /// when they were admitted; what Gatekeeper expands them into is mutated too, but not here).
+    fn mutators_warning(&self) -> String {
+        const SHOWN: usize = 5;
+        let mut named = self
+            .mutators
+            .iter()
+            .take(SHOWN)
+            .cloned()
+            .collect::<Vec<_>>()
+            .join(", ");
+        if self.mutators.len() > SHOWN {
+            named.push_str(&format!(", +{} more", self.mutators.len() - SHOWN));
+        }
+        let count = self.mutators.len();
+        let noun = if count == 1 { "mutator" } else { "mutators" };
+        format!(
+            "the cluster has {count} Gatekeeper {noun} ({named}): Gatekeeper applies them to the \
+             resources it expands workloads into, the report does not, so findings through \
+             ExpansionTemplates may differ from Gatekeeper's"
+        )
     }
 
     /// The rules that see a workload kind through an ExpansionTemplate.
@@ -165,10 +197,16 @@ pub fn coverage(
             (t.name.clone(), (applied, t.generated.kind.clone()))
         })
         .collect();
+    let mutators = state
+        .mutators
+        .iter()
+        .map(|m| format!("{} {}", m.kind, m.name))
+        .collect();
     Ok(Coverage {
         rules,
         templates,
         workload_kinds,
+        mutators,
     })
 }
 
@@ -321,6 +359,37 @@ mod tests {
         );
         assert_eq!(found.rules[1].constraints, 0);
         assert!(found.rules[2].unreadable);
+    }
+
+    #[test]
+    fn mutators_are_named_when_expansion_templates_are_in_use() {
+        let rules = ["K8sPodRule".to_string()];
+        let mutator = |kind: &str, name: &str| {
+            json!({"apiVersion": "mutations.gatekeeper.sh/v1", "kind": kind,
+                   "metadata": {"name": name}, "spec": {}})
+        };
+        let mutators = [mutator("Assign", "non-root"), mutator("ModifySet", "caps")];
+        let objects = [pods_only("K8sPodRule"), expand_workloads()];
+        let found = coverage(&rules, &DEFAULT, &state(&objects, &mutators)).unwrap();
+        assert_eq!(
+            found.warnings(),
+            [
+                "the cluster has 2 Gatekeeper mutators (Assign non-root, ModifySet caps): Gatekeeper \
+              applies them to the resources it expands workloads into, the report does not, so \
+              findings through ExpansionTemplates may differ from Gatekeeper's"
+            ]
+        );
+        // without ExpansionTemplates nothing is expanded: the mutators change nothing here
+        let found = coverage(
+            &rules,
+            &DEFAULT,
+            &state(&[pods_only("K8sPodRule")], &mutators),
+        );
+        assert_eq!(
+            found.unwrap().warnings().len(),
+            1,
+            "only the cannot-flag line"
+        );
     }
 
     #[test]

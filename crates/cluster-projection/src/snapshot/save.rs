@@ -36,7 +36,7 @@ pub fn save_snapshot(state: &ClusterState, file: &Path) -> Result<(), SnapshotEr
     let out = temp.reopen().map_err(io("creating", temp.path()))?;
     let encoder = GzEncoder::new(std::io::BufWriter::new(out), Compression::default());
     let mut builder = tar::Builder::new(encoder);
-    let parts: [(&str, Vec<&RawObject>); 5] = [
+    let parts: [(&str, Vec<&RawObject>); 6] = [
         (
             "snapshot/constraints.json",
             state.constraints.iter().map(|c| &c.raw).collect(),
@@ -48,6 +48,10 @@ pub fn save_snapshot(state: &ClusterState, file: &Path) -> Result<(), SnapshotEr
         (
             "snapshot/expansiontemplates.json",
             state.expansion_templates.iter().map(|e| &e.raw).collect(),
+        ),
+        (
+            "snapshot/mutators.json",
+            state.mutators.iter().map(|m| &m.raw).collect(),
         ),
         (
             "snapshot/namespaces.json",
