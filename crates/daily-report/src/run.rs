@@ -14,8 +14,8 @@
 //! and the Loki push); the run line is always returned for stdout and pushed to Loki. A dry run
 //! suppresses Slack only: a team without a webhook still makes the run partial.
 //!
-//! Warnings (a configured rule that can flag no workload — see [`crate::coverage`]) are not
-//! problems of the run either: it stays ok, and its warning lines go to the default team in the
+//! Warnings (a configured rule that can flag no workload, mutators the expansions do not get —
+//! see [`crate::coverage`]) are not problems of the run either: it stays ok, and its warning lines go to the default team in the
 //! problems message, which is sent for them also when the run is ok.
 //!
 //! Policy errors (a Constraint that failed to evaluate on some objects) are not problems of the
