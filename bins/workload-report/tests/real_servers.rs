@@ -1,14 +1,17 @@
 //! `workload-report run` against a real kube-apiserver and a real Loki (`test-support::real`):
 //! the demo cluster loaded into the server gives the same report as the demo snapshot; every line
 //! the run says it pushed (`--out DIR/loki.json`) reads back from Loki with `query_range`; the
-//! live run's `--save-snapshot` replays to the identical report; and a constraint kind without a
+//! live run's `--save-snapshot` replays to the identical report, and `explain` reads the cluster
+//! as the snapshot; and a constraint kind without a
 //! CRD skips the run, naming it, with the skipped run line in Loki.
 
 mod real_common;
 
 use std::path::{Path, PathBuf};
 
-use real_common::{JOB, TENANT, demo_cluster, dry_run, normalized_out, read_json, write_config};
+use real_common::{
+    JOB, TENANT, demo_cluster, dry_run, normalized_out, read_json, run, write_config,
+};
 use serde_json::Value;
 use test_support::real::{RealKube, RealLoki, Streams, Tool, read_objects, require, streams_of};
 
@@ -133,6 +136,31 @@ fn real_cluster_run_matches_the_snapshot_reaches_loki_and_replays_identically() 
     )
     .expect_code(0);
     assert_eq!(normalized_out(&replay_out), from_live);
+
+    // `explain` reads the real cluster as `run` does: the same coverage as from the snapshot,
+    // the Pod-only rule seen through the ExpansionTemplate listed from the server.
+    let mut explain = vec!["explain", "--config", offline.to_str().unwrap()];
+    explain.extend(live.source_args());
+    let from_cluster = run(&explain, &[]);
+    from_cluster.expect_code(0);
+    let from_snapshot = run(
+        &[
+            "explain",
+            "--config",
+            offline.to_str().unwrap(),
+            "--snapshot",
+            demo.to_str().unwrap(),
+        ],
+        &[],
+    );
+    assert_eq!(from_cluster.stdout, from_snapshot.stdout);
+    assert!(
+        from_cluster
+            .stdout
+            .contains("Deployment: through ExpansionTemplate expand-deployments-statefulsets"),
+        "{}",
+        from_cluster.stdout
+    );
 }
 
 #[test]
