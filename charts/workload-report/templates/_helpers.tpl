@@ -299,4 +299,10 @@ app.kubernetes.io/component: workload-report
 {{- if not (regexMatch "^[A-Za-z0-9_.-]+$" (toString .Values.report.config.loki.job)) -}}
 {{- fail (printf "%s: report.config.loki.job is required by the dashboard: letters, digits, ., _ or -" $p) -}}
 {{- end -}}
+{{- if not (regexMatch "^\\{.*\\S.*\\}$" (toString $d.gatekeeperLogSelector)) -}}
+{{- fail (printf "%s: dashboard.gatekeeperLogSelector must be a Loki stream selector like {namespace=\"gatekeeper-system\"}, got %q" $p (toString $d.gatekeeperLogSelector)) -}}
+{{- end -}}
+{{- if not (kindIs "slice" $d.namespaces) -}}
+{{- fail (printf "%s: dashboard.namespaces must be a list of namespace names" $p) -}}
+{{- end -}}
 {{- end -}}

@@ -185,6 +185,10 @@ pub struct Config {
     pub categories: BTreeMap<String, Vec<Category>>,
     /// Timeouts.
     pub timeouts: Timeouts,
+    /// Per team, the environment variable holding its webhook when it is not `<TEAM>_WEBHOOK`
+    /// (for a team such as `3d`, whose default name starts with a digit, on clusters that
+    /// refuse such names).
+    pub webhook_env: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -206,6 +210,7 @@ struct RawConfig {
     audit: Option<RawAudit>,
     categories: Option<BTreeMap<String, Vec<RawCategory>>>,
     timeouts: Option<RawTimeouts>,
+    webhook_env: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize)]
@@ -250,6 +255,15 @@ struct RawTimeouts {
     api: Option<String>,
     post: Option<String>,
     engine: Option<String>,
+}
+
+/// A name every Kubernetes release accepts for a container environment variable (a C identifier).
+fn is_portable_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// Parses a duration written as `<n>s`, `<n>m` or `<n>h` (`<n>` ASCII digits, surrounding
@@ -592,7 +606,7 @@ impl Config {
             }
             None => None,
         };
-        Ok(Config {
+        Config {
             cluster: raw.cluster,
             default_team: raw.default_team,
             teams,
@@ -610,7 +624,51 @@ impl Config {
             categories: categories(raw.categories.unwrap_or_default(), &kinds)?,
             timeouts: timeouts(raw.timeouts.unwrap_or_default())?,
             constraint_kinds: raw.constraint_kinds,
-        })
+            webhook_env: BTreeMap::new(),
+        }
+        .with_webhook_env(raw.webhook_env.unwrap_or_default())
+    }
+
+    /// Adds the `webhookEnv` overrides: each names a team that receives messages and a portable
+    /// variable name, and no two teams end up reading the same variable.
+    fn with_webhook_env(
+        mut self,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<Config, ConfigError> {
+        let postable = self.postable_teams();
+        for (team, var) in &overrides {
+            let key = format!("webhookEnv.{team}");
+            if !postable.contains(team) {
+                return Err(invalid(key, "not a team that receives messages"));
+            }
+            if !is_portable_env_name(var) {
+                return Err(invalid(
+                    key,
+                    format!("{var:?} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"),
+                ));
+            }
+        }
+        self.webhook_env = overrides;
+        let mut readers: BTreeMap<String, String> = BTreeMap::new();
+        for team in postable {
+            let var = self.webhook_env_var_of(&team);
+            if let Some(other) = readers.insert(var.clone(), team.clone()) {
+                return Err(invalid(
+                    "webhookEnv",
+                    format!("teams {other:?} and {team:?} would both read {var}"),
+                ));
+            }
+        }
+        Ok(self)
+    }
+
+    /// The environment variable holding `team`'s webhook: its `webhookEnv` override, else
+    /// `<TEAM>_WEBHOOK`.
+    pub fn webhook_env_var_of(&self, team: &str) -> String {
+        self.webhook_env
+            .get(team)
+            .cloned()
+            .unwrap_or_else(|| webhook_env_var(team))
     }
 
     /// Every team that can receive a message: the configured teams except `silenced`, plus the
@@ -648,6 +706,8 @@ pub struct Settings {
     pub loki_auth: Option<LokiAuth>,
     /// Each postable team's webhook value as found (`None` when the variable is unset or empty).
     pub webhooks: BTreeMap<String, Option<SecretString>>,
+    /// Each postable team's webhook variable name (for messages that say which one is unset).
+    pub webhook_vars: BTreeMap<String, String>,
     /// Credentials of the cluster connection (the kube token), added by the live run once the
     /// source is known, so that [`Settings::redactor`] knows them too.
     pub cluster_credentials: Redactor,
@@ -764,9 +824,12 @@ impl Settings {
             }
         };
         let mut webhooks = BTreeMap::new();
+        let mut webhook_vars = BTreeMap::new();
         for team in config.postable_teams() {
-            let value = secret_var(&webhook_env_var(&team), lookup)?.map(SecretString::from);
-            webhooks.insert(team, value);
+            let var = config.webhook_env_var_of(&team);
+            let value = secret_var(&var, lookup)?.map(SecretString::from);
+            webhooks.insert(team.clone(), value);
+            webhook_vars.insert(team, var);
         }
         Ok(Settings {
             dry_run,
@@ -774,6 +837,7 @@ impl Settings {
             loki_url,
             loki_auth,
             webhooks,
+            webhook_vars,
             cluster_credentials: Redactor::new(),
         })
     }
@@ -926,6 +990,62 @@ mod tests {
     fn webhook_variable_names() {
         assert_eq!(webhook_env_var("infra"), "INFRA_WEBHOOK");
         assert_eq!(webhook_env_var("data-eng.x_1"), "DATA_ENG_X_1_WEBHOOK");
+    }
+
+    #[test]
+    fn a_team_reads_its_webhook_from_its_override_else_the_default_name() {
+        let config = Config::from_yaml(
+            "cluster: c\ndefaultTeam: infra\nteams: [{name: 3d, namespaces: [render-*]}, {name: web, namespaces: [web-*]}]\nconstraintKinds: [A]\nwebhookEnv: {3d: THREE_D_WEBHOOK}\n",
+        )
+        .unwrap();
+        assert_eq!(config.webhook_env_var_of("3d"), "THREE_D_WEBHOOK");
+        assert_eq!(config.webhook_env_var_of("web"), "WEB_WEBHOOK");
+        let env = |name: &str| {
+            (name == "THREE_D_WEBHOOK").then(|| "https://hooks.example/3d".to_string())
+        };
+        let settings = Settings::from_env(&config, false, &env).unwrap();
+        assert!(settings.webhooks["3d"].is_some());
+        assert!(settings.webhooks["web"].is_none());
+        assert_eq!(settings.webhook_vars["web"], "WEB_WEBHOOK");
+        // Without the override the team reads 3D_WEBHOOK, a name recent Kubernetes accepts.
+        let config =
+            Config::from_yaml("cluster: c\ndefaultTeam: 3d\nteams: []\nconstraintKinds: [A]\n")
+                .unwrap();
+        assert_eq!(config.webhook_env_var_of("3d"), "3D_WEBHOOK");
+    }
+
+    #[test]
+    fn webhook_env_overrides_are_checked() {
+        let base = "cluster: c\ndefaultTeam: infra\nteams: [{name: web, namespaces: [web-*]}, {name: silenced, namespaces: [x]}]\nconstraintKinds: [A]\n";
+        let cases = [
+            (
+                "webhookEnv: {ops: OPS_HOOK}\n",
+                "config: webhookEnv.ops: not a team that receives messages",
+            ),
+            (
+                "webhookEnv: {silenced: S_HOOK}\n",
+                "config: webhookEnv.silenced: not a team that receives messages",
+            ),
+            (
+                "webhookEnv: {web: 3WEB}\n",
+                "config: webhookEnv.web: \"3WEB\" is not an environment variable name",
+            ),
+            (
+                "webhookEnv: {web: WEB-HOOK}\n",
+                "config: webhookEnv.web: \"WEB-HOOK\" is not an environment variable name",
+            ),
+            (
+                "webhookEnv: {web: INFRA_WEBHOOK}\n",
+                "config: webhookEnv: teams \"infra\" and \"web\" would both read INFRA_WEBHOOK",
+            ),
+        ];
+        for (extra, expected) in cases {
+            let error = error_of(&format!("{base}{extra}"));
+            assert!(
+                error.starts_with(expected),
+                "{error:?} should start with {expected:?}"
+            );
+        }
     }
 
     #[test]

@@ -30,7 +30,7 @@ use report_sinks::slack::{SlackMessage, SlackOptions, SlackSink, TeamDigest, pro
 use report_sinks::{LokiPush, LokiSink, Redactor, SendError, WebhookUrl};
 
 use crate::audit::{ConstraintAudit, all_skipped, cross_check, of_them_errors};
-use crate::config::{Config, Settings, webhook_env_var};
+use crate::config::{Config, Settings};
 use crate::count::{Finding, count, policy_errors};
 
 /// What collecting gives the run: the evaluation's results and the audit facts.
@@ -519,7 +519,13 @@ impl<'a> Run<'a> {
 /// The team's webhook, or why there is none usable.
 fn webhook_for(settings: &Settings, team: &str) -> Result<WebhookUrl, String> {
     match settings.webhooks.get(team).cloned().flatten() {
-        None => Err(format!("no webhook ({} is not set)", webhook_env_var(team))),
+        None => {
+            let var = settings
+                .webhook_vars
+                .get(team)
+                .map_or("its variable", String::as_str);
+            Err(format!("no webhook ({var} is not set)"))
+        }
         Some(value) => WebhookUrl::parse(value).map_err(|_| "invalid URL".to_string()),
     }
 }

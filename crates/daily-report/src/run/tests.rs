@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::config::webhook_env_var;
 use crate::count::tests::{error, result};
 
 const HOOK_PATH: &str = "/services/T0001/B0002/XXXXsecretYYYY";
