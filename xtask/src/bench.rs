@@ -2,8 +2,10 @@
 //! its wall time and peak resident set size (measured here, from the child's rusage).
 //!
 //! Each benchmark is an `examples/bench_*.rs` program of the crate it measures; it prints its own
-//! figures (throughput, counts) and exits non-zero when it misses its target.
+//! figures (throughput, counts) and exits non-zero when it misses its target. `jobcheck` measures
+//! the binary itself (`bench_jobcheck`).
 
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Instant;
 
@@ -54,10 +56,27 @@ const BENCHES: &[Bench] = &[
 ];
 
 /// The benchmark names, for usage messages.
-pub(crate) const NAMES: &[&str] = &["admission", "fanout", "projection", "engine", "report"];
+pub(crate) const NAMES: &[&str] = &[
+    "admission",
+    "fanout",
+    "jobcheck",
+    "projection",
+    "engine",
+    "report",
+];
+
+/// Where cargo puts release builds (`CARGO_TARGET_DIR` when set).
+pub(crate) fn release_dir() -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map_or_else(|| util::root().join("target"), PathBuf::from)
+        .join("release")
+}
 
 /// Runs the benchmark called `name`, passing `extra` arguments to it.
 pub(crate) fn run(name: &str, extra: &[&str]) -> Result<()> {
+    if name == "jobcheck" {
+        return crate::bench_jobcheck::run(extra);
+    }
     let Some(bench) = BENCHES.iter().find(|b| b.name == name) else {
         bail!("unknown benchmark {name:?}; known: {}", NAMES.join(", "));
     };
@@ -69,13 +88,11 @@ pub(crate) fn run(name: &str, extra: &[&str]) -> Result<()> {
         "--example",
         bench.example,
     ])?;
-    let program = util::root()
-        .join("target/release/examples")
-        .join(bench.example);
+    let program = release_dir().join("examples").join(bench.example);
     let mut measured = Command::new(std::env::current_exe().context("cannot locate xtask")?);
     if let Some((package, variable)) = bench.binary {
         util::cargo(&["build", "--release", "--package", package])?;
-        measured.env(variable, util::root().join("target/release").join(package));
+        measured.env(variable, release_dir().join(package));
     }
     // Measure through a fresh xtask process whose only child is the benchmark: rusage of
     // children covers every waited-for child, and this process has already waited for cargo.

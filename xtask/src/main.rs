@@ -18,6 +18,7 @@
 //! without them, and fails under `CI=true`.
 
 mod bench;
+mod bench_jobcheck;
 mod fixtures;
 mod fixtures_cluster;
 mod tidy;
@@ -50,6 +51,7 @@ fn run(args: Vec<String>) -> Result<()> {
         ["fixtures", "--check"] => fixtures::check(),
         ["bench", name, rest @ ..] => bench::run(name, rest),
         [bench::MEASURE, name, program, rest @ ..] => bench::measure(name, program, rest),
+        [bench_jobcheck::MEASURE, jobcheck, corpus] => bench_jobcheck::measure(jobcheck, corpus),
         ["tidy"] => tidy::check(),
         ["chart"] => util::tests(SYSTEM_TESTS, &CHART_TESTS, &[]),
         ["parity"] => parity(&[]),
@@ -82,6 +84,11 @@ fn test() -> Result<()> {
     ])?;
     util::tests_of_workspace()?;
     util::cargo(&["test", "--workspace", "--locked", "--doc"])?;
+    // admission-core is a library others embed: its docs must build without a broken link.
+    util::cargo_with_env(
+        &["doc", "--no-deps", "--locked", "-p", "admission-core"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
+    )?;
     // The gatekeeper fixtures' gator-verify suites, through the embedded engine (fails on FAIL).
     util::cargo(&[
         "run",

@@ -1,6 +1,6 @@
 //! `cargo xtask tidy`: repository conventions that are cheaper to check than to review.
 //!
-//! - every `.rs` file under `crates/` and `bins/` starts with a `//!` doc comment;
+//! - every `.rs` file under `crates/`, `bins/` and `examples/` starts with a `//!` doc comment;
 //! - no `#[ignore]` or `#[should_panic]` tests;
 //! - `std::process::Command` is used only by `gator-runner`, `test-support` and `system-tests`
 //!   (and tests, xtask);
@@ -13,12 +13,15 @@ use anyhow::{Result, bail};
 
 use crate::util;
 
+/// The folders whose subfolders are workspace members (besides `xtask`).
+const MEMBER_DIRS: [&str; 3] = ["crates", "bins", "examples"];
+
 /// Runs every tidy rule and reports all violations at once.
 pub(crate) fn check() -> Result<()> {
     let root = util::root();
     let mut problems = Vec::new();
     let mut files = Vec::new();
-    for top in ["crates", "bins"] {
+    for top in MEMBER_DIRS {
         collect_rs(&root.join(top), &mut files);
     }
     files.sort();
@@ -82,7 +85,7 @@ pub(crate) fn check() -> Result<()> {
 
 fn members(root: &Path) -> Vec<String> {
     let mut names = Vec::new();
-    for top in ["crates", "bins"] {
+    for top in MEMBER_DIRS {
         if let Ok(entries) = std::fs::read_dir(root.join(top)) {
             for entry in entries.flatten() {
                 if entry.path().join("Cargo.toml").is_file() {

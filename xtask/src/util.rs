@@ -18,6 +18,11 @@ pub(crate) fn cargo(args: &[&str]) -> Result<()> {
     run(cargo_command().args(args))
 }
 
+/// Runs `cargo ARGS` in the workspace root with `env` set, failing when it fails.
+pub(crate) fn cargo_with_env(args: &[&str], env: &[(&str, &str)]) -> Result<()> {
+    run(cargo_command().args(args).envs(env.iter().copied()))
+}
+
 /// The cargo that runs this xtask, without the variables `cargo run` set for xtask itself: a
 /// build script that reads one of them (`ring`'s reads `CARGO_MANIFEST_DIR`) would otherwise
 /// run again, and rebuild what depends on it, whenever plain cargo and xtask take turns.

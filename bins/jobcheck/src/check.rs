@@ -9,9 +9,11 @@ use anyhow::Context;
 use policy_client::{MAX_BODY_BYTES, REGION_NAME_RULE, is_valid_region_name};
 use serde_json::Value;
 
+use crate::ci::{self, CiReport};
 use crate::live::{self, RegionsFileChoice};
-use crate::manifests::{self, parse_document};
+use crate::manifests::{self, Loaded};
 use crate::render::{self, CheckReport};
+use crate::yaml::parse_documents;
 use crate::{CheckArgs, OutputFormat};
 
 /// Why `jobcheck check` stopped without a report.
@@ -56,23 +58,39 @@ pub(crate) struct Report {
 /// Runs `jobcheck check`.
 pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
     let policies = read_policies(args)?;
-    let mut manifests = match &args.manifest_path {
-        Some(path) => manifests::load(path).map_err(CheckError::Usage)?,
-        None => Vec::new(),
+    let mut loaded = match &args.manifest_path {
+        // Texts are kept only for the formats that point at lines.
+        Some(path) => {
+            manifests::load(path, args.output.needs_positions()).map_err(CheckError::Usage)?
+        }
+        None => Loaded::default(),
     };
-    prefill_namespaces(&mut manifests, &args.namespace)
+    prefill_namespaces(&mut loaded.manifests, &args.namespace)
         .context("cannot pre-fill the manifest namespace")
         .map_err(CheckError::Failed)?;
-    let report = render::judge(&manifests, &policies, args.strict_enforcement)
+    let report = render::judge(&loaded.manifests, &policies, args.strict_enforcement)
         .map_err(CheckError::Failed)?;
     let output = match args.output {
         OutputFormat::Table => render::table(&report, &policies),
         OutputFormat::Json => render::json(&report).map_err(CheckError::Failed)?,
         OutputFormat::Yaml => render::yaml(&report).map_err(CheckError::Failed)?,
+        OutputFormat::Sarif | OutputFormat::Junit | OutputFormat::Github => {
+            let ci = CiReport::build(&report, &loaded, &policies, args.strict_enforcement);
+            match args.output {
+                OutputFormat::Sarif => ci::sarif::render(&ci),
+                OutputFormat::Junit => ci::junit::render(&ci),
+                _ => ci::github::render(&ci),
+            }
+        }
     };
+    let any_reject = any_reject(&report);
+    // The process ends once the output is written: freeing every key and value of a large
+    // manifest stream one by one would only delay the exit.
+    std::mem::forget(loaded);
+    std::mem::forget(report);
     Ok(Report {
         output,
-        any_reject: any_reject(&report),
+        any_reject,
         fail_on_reject: args.fail_on_reject,
     })
 }
@@ -158,7 +176,7 @@ fn read_policy_body(path: &Path) -> Result<Value, CheckError> {
     if let Ok(body) = serde_json::from_str::<Value>(&text) {
         return Ok(body);
     }
-    let mut documents = parse_document(&text).map_err(|problem| {
+    let mut documents = parse_documents(&text).map_err(|problem| {
         CheckError::Usage(format!(
             "policy file {} is not valid JSON or YAML: {problem}",
             path.display()

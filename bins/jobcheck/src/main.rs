@@ -1,24 +1,32 @@
 //! `jobcheck`: which regions would admit these job manifests, and do the regions still agree?
 //!
 //! - `jobcheck check [MANIFEST_PATH] [-r REGION]... [--policy-file REGION=FILE]... [-n NS]
-//!   [-o table|json|yaml] [--fail-on-reject] [--strict-enforcement]` judges manifests against
-//!   live regions (read concurrently through `policy-client`) and/or saved `GET /api/v1/policy`
-//!   response bodies. Exit codes: 0 advisory, 1 with `--fail-on-reject` and a `reject` (or when
-//!   the evaluation itself fails), 2 for usage errors (bad flag, unreadable or unparsable file).
+//!   [-o table|json|yaml|sarif|junit|github] [--fail-on-reject] [--strict-enforcement]` judges
+//!   manifests against live regions (read concurrently through `policy-client`) and/or saved
+//!   `GET /api/v1/policy` response bodies; the CI formats point at manifest lines (`ci`). Exit
+//!   codes: 0 advisory, 1 with `--fail-on-reject` and a `reject` (or when the evaluation itself
+//!   fails), 2 for usage errors (bad flag, unreadable or unparsable file).
 //! - `jobcheck policy -r REGION [-o table|json|yaml]` prints one region's full response; exit 1
 //!   when it cannot be read.
 
 mod check;
+mod ci;
 mod live;
 mod manifests;
 mod policy_cmd;
 mod render;
+mod yaml;
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand, ValueEnum};
+
+/// Loading a large manifest stream allocates and frees every key and value of every manifest;
+/// mimalloc makes that markedly cheaper than the system allocator (`cargo xtask bench jobcheck`).
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// Command-line interface.
 #[derive(Debug, Parser)]
@@ -36,12 +44,28 @@ enum Command {
     Policy(PolicyArgs),
 }
 
-/// Output formats.
+/// Output formats of `jobcheck check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 enum OutputFormat {
+    /// The reference's table.
     Table,
+    /// The reference's JSON payload.
     Json,
+    /// The same payload as YAML.
     Yaml,
+    /// SARIF 2.1.0, for code scanning.
+    Sarif,
+    /// JUnit XML, for CI test reports.
+    Junit,
+    /// GitHub Actions workflow commands (annotations).
+    Github,
+}
+
+impl OutputFormat {
+    /// Whether the format points at manifest lines (so the manifests' texts are kept).
+    fn needs_positions(self) -> bool {
+        matches!(self, Self::Sarif | Self::Junit | Self::Github)
+    }
 }
 
 /// Arguments of `jobcheck check`.
@@ -85,9 +109,20 @@ struct PolicyArgs {
     /// The regions file [default: ./jobcheck.yaml].
     #[arg(long, value_name = "FILE", env = "JOBCHECK_REGIONS_FILE")]
     regions_file: Option<PathBuf>,
-    /// Output format: the §4.1 table, or the response unchanged as JSON / YAML.
-    #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
-    output: OutputFormat,
+    /// Output format: the reference's table, or the response unchanged as JSON / YAML.
+    #[arg(short = 'o', long, value_enum, default_value_t = PolicyFormat::Table)]
+    output: PolicyFormat,
+}
+
+/// Output formats of `jobcheck policy`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum PolicyFormat {
+    /// The reference's table.
+    Table,
+    /// The response unchanged, as JSON.
+    Json,
+    /// The response unchanged, as YAML.
+    Yaml,
 }
 
 fn main() -> ExitCode {

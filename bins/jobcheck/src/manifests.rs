@@ -1,27 +1,48 @@
 //! Loading manifests: a file (every YAML document), a directory (sorted `*.yaml` then sorted
-//! `*.yml`, not recursive) or `-` for stdin. YAML anchors and aliases are rejected, `null`
-//! documents dropped; other non-mapping documents are kept (evaluation skips them).
+//! `*.yml`, not recursive) or `-` for stdin, parsed by [`crate::yaml`] (anchors and aliases
+//! rejected, `null` documents dropped, other non-mapping documents kept for evaluation to skip).
 //!
 //! Every read goes through `bounded-input`: regular files only (a FIFO, `/dev/zero` or a socket,
 //! directly or through a symlink, is refused without blocking), at most [`MANIFEST_FILE_CAP`] per
-//! file or stdin and [`MANIFESTS_TOTAL_CAP`] over a directory; and every text passes the YAML
-//! nesting pre-scan before the parser sees it (libyaml is quadratic on deep nesting).
+//! file or stdin and [`MANIFESTS_TOTAL_CAP`] over a directory.
 
 use std::path::{Path, PathBuf};
 
 use bounded_input::Budget;
 
-use serde::Deserialize;
-use serde_json::{Map, Number, Value};
-use yaml_rust2::scanner::{Scanner, TokenType};
+use serde_json::Value;
+
+use crate::yaml::parse_documents;
 
 /// The largest manifest file (or stdin) read.
 pub(crate) const MANIFEST_FILE_CAP: u64 = 8 * 1024 * 1024;
 /// The most read over all the files of a manifest directory.
 pub(crate) const MANIFESTS_TOTAL_CAP: u64 = 64 * 1024 * 1024;
 
-/// Loads every manifest under `path`; the error is a one-line message naming the file.
-pub(crate) fn load(path: &Path) -> Result<Vec<Value>, String> {
+/// The manifests of a `check`, in order, and the files they came from.
+#[derive(Debug, Default)]
+pub(crate) struct Loaded {
+    /// Every non-null document of every file.
+    pub(crate) manifests: Vec<Value>,
+    /// The files, in order; their manifests are consecutive runs of `manifests`.
+    pub(crate) sources: Vec<Source>,
+}
+
+/// One manifest file, or stdin.
+#[derive(Debug)]
+pub(crate) struct Source {
+    /// The file's path as given (a directory's entries joined to it), `-` for stdin.
+    pub(crate) name: String,
+    /// How many manifests it holds.
+    pub(crate) count: usize,
+    /// Its text, kept only when an output format points at lines.
+    pub(crate) text: Option<String>,
+}
+
+/// Loads every manifest under `path`, keeping each file's text when `keep_text`; the error is a
+/// one-line message naming the file.
+pub(crate) fn load(path: &Path, keep_text: bool) -> Result<Loaded, String> {
+    let mut loaded = Loaded::default();
     if path == Path::new("-") {
         let text = bounded_input::read_capped_to_string(
             std::io::stdin().lock(),
@@ -29,7 +50,9 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Value>, String> {
             "stdin",
         )
         .map_err(|error| format!("cannot read manifests: {error}"))?;
-        return parse_document(&text).map_err(|problem| format!("stdin: {problem}"));
+        let documents = parse_documents(&text).map_err(|problem| format!("stdin: {problem}"))?;
+        loaded.add("-".to_owned(), documents, keep_text.then_some(text));
+        return Ok(loaded);
     }
     let files = match std::fs::metadata(path) {
         Ok(metadata) if metadata.is_dir() => directory_files(path)?,
@@ -41,18 +64,32 @@ pub(crate) fn load(path: &Path) -> Result<Vec<Value>, String> {
         _ => vec![path.to_path_buf()],
     };
     let mut budget = Budget::new(MANIFESTS_TOTAL_CAP);
-    let mut manifests = Vec::new();
     for file in files {
         let text = read_manifest_file(&file, &mut budget)?;
-        let documents = parse_document(&text).map_err(|problem| {
+        let documents = parse_documents(&text).map_err(|problem| {
             format!(
                 "manifest file {} is not valid YAML: {problem}",
                 file.display()
             )
         })?;
-        manifests.extend(documents);
+        loaded.add(
+            file.display().to_string(),
+            documents,
+            keep_text.then_some(text),
+        );
     }
-    Ok(manifests)
+    Ok(loaded)
+}
+
+impl Loaded {
+    fn add(&mut self, name: String, documents: Vec<Value>, text: Option<String>) {
+        self.sources.push(Source {
+            name,
+            count: documents.len(),
+            text,
+        });
+        self.manifests.extend(documents);
+    }
 }
 
 /// One manifest file's text, counted against the directory's `budget`.
@@ -87,191 +124,4 @@ fn directory_files(dir: &Path) -> Result<Vec<PathBuf>, String> {
     yml.sort();
     yaml.extend(yml);
     Ok(yaml)
-}
-
-/// Parses every YAML document of `text` into JSON values, rejecting excessive nesting (before
-/// any parser sees the text), anchors and aliases, and dropping `null` documents.
-pub(crate) fn parse_document(text: &str) -> Result<Vec<Value>, String> {
-    bounded_input::check_yaml_nesting(text, bounded_input::YAML_MAX_DEPTH)
-        .map_err(|error| error.to_string())?;
-    reject_anchors_and_aliases(text)?;
-    let mut documents = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
-        let value = serde_yaml::Value::deserialize(document).map_err(|e| e.to_string())?;
-        let value = to_json(value)?;
-        if !value.is_null() {
-            documents.push(value);
-        }
-    }
-    Ok(documents)
-}
-
-/// The security policy of the reference's loader: no YAML anchors (`&a`) or aliases (`*a`).
-fn reject_anchors_and_aliases(text: &str) -> Result<(), String> {
-    let mut scanner = Scanner::new(text.chars());
-    for token in scanner.by_ref() {
-        let line = token.0.line();
-        match token.1 {
-            TokenType::Alias(name) => {
-                return Err(format!(
-                    "YAML aliases are not allowed (security policy: yaml_allow_aliases=false), found alias *{name} on line {line}"
-                ));
-            }
-            TokenType::Anchor(name) => {
-                return Err(format!(
-                    "YAML anchors are not allowed (security policy: yaml_allow_aliases=false), found anchor &{name} on line {line}"
-                ));
-            }
-            _ => {}
-        }
-    }
-    // Scanner errors are reported by the full parse that follows.
-    Ok(())
-}
-
-/// Converts a YAML value to JSON: scalar keys become their string form, tags are dropped.
-fn to_json(value: serde_yaml::Value) -> Result<Value, String> {
-    use serde_yaml::Value as Y;
-    Ok(match value {
-        Y::Null => Value::Null,
-        Y::Bool(b) => Value::Bool(b),
-        Y::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                Value::from(u)
-            } else {
-                let f = n.as_f64().unwrap_or(f64::NAN);
-                Value::Number(
-                    Number::from_f64(f)
-                        .ok_or_else(|| format!("unsupported non-finite number {f}"))?,
-                )
-            }
-        }
-        Y::String(s) => Value::String(s),
-        Y::Sequence(items) => {
-            Value::Array(items.into_iter().map(to_json).collect::<Result<_, _>>()?)
-        }
-        Y::Mapping(mapping) => {
-            let mut map = Map::new();
-            for (key, item) in mapping {
-                let key = match key {
-                    Y::String(s) => s,
-                    Y::Null => "None".to_owned(),
-                    Y::Bool(true) => "True".to_owned(),
-                    Y::Bool(false) => "False".to_owned(),
-                    Y::Number(n) => n.to_string(),
-                    other => return Err(format!("unsupported mapping key {other:?}")),
-                };
-                map.insert(key, to_json(item)?);
-            }
-            Value::Object(map)
-        }
-        Y::Tagged(tagged) => to_json(tagged.value)?,
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn documents_are_parsed_and_nulls_dropped() {
-        let docs = parse_document("kind: Job\n---\n---\n- a\n").unwrap();
-        assert_eq!(
-            docs,
-            vec![serde_json::json!({"kind": "Job"}), serde_json::json!(["a"])]
-        );
-    }
-
-    #[test]
-    fn nesting_past_the_cap_is_refused_before_parsing() {
-        let deep = format!("a: {}1{}\n", "[".repeat(200), "]".repeat(200));
-        let error = parse_document(&deep).unwrap_err();
-        assert_eq!(
-            error,
-            "recursion limit exceeded: YAML nested deeper than 128 levels at line 1"
-        );
-    }
-
-    /// Fuzzing (`arbtest`, a small budget; `ARBTEST_BUDGET_MS` raises it): YAML assembled from
-    /// the pieces that stress a loader — tags, anchors, merges, odd scalars, flow and block
-    /// mixes, control characters — must load or fail, never panic.
-    #[test]
-    fn fuzzed_yaml_never_panics() {
-        const PIECES: &[&str] = &[
-            "kind: Job\n",
-            "metadata:\n",
-            "  name: x\n",
-            "  ",
-            "- ",
-            "[",
-            "]",
-            "{",
-            "}",
-            ": ",
-            ", ",
-            "\n",
-            "&a ",
-            "*a",
-            "!!binary ",
-            "!!float ",
-            "!!int ",
-            "!tag ",
-            ".nan",
-            ".inf",
-            "-.inf",
-            "? ",
-            "---\n",
-            "...\n",
-            "\"",
-            "'",
-            "|\n",
-            ">-\n",
-            "\t",
-            "# c\n",
-            "<<: *a\n",
-            "0x10",
-            "0o7",
-            "1e400",
-            "-0",
-            "~",
-            "null",
-            "yes",
-            "1_000",
-            "\u{0}",
-            "\u{feff}",
-            "\u{1b}",
-            "%YAML 1.2\n",
-            "2001-12-14t21:59:43.10-05:00",
-            "é",
-            "\\x",
-        ];
-        let property = |u: &mut arbitrary::Unstructured<'_>| -> arbitrary::Result<()> {
-            let mut text = String::new();
-            for _ in 0..u.int_in_range(0..=60)? {
-                if u.ratio(1, 8)? {
-                    text.push_str(&u.arbitrary::<String>()?);
-                } else {
-                    text.push_str(u.choose(PIECES)?);
-                }
-            }
-            let _ = parse_document(&text);
-            Ok(())
-        };
-        let test = arbtest::arbtest(property);
-        if std::env::var_os("ARBTEST_BUDGET_MS").is_none() {
-            test.budget_ms(2_000).run();
-        }
-    }
-
-    #[test]
-    fn anchors_and_aliases_are_rejected() {
-        let error = parse_document("a: &x 1\nb: *x\n").unwrap_err();
-        assert!(error.contains("anchors are not allowed"), "{error}");
-        let error = parse_document("b: *x\n").unwrap_err();
-        assert!(error.contains("aliases are not allowed"), "{error}");
-        // `&` and `*` inside scalars are fine.
-        assert!(parse_document("cmd: a && b * c\nq: '*x'\n").is_ok());
-    }
 }

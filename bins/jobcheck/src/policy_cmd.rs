@@ -1,4 +1,4 @@
-//! `jobcheck policy -r REGION`: one region's full `GET /api/v1/policy` response, as the §4.1 table
+//! `jobcheck policy -r REGION`: one region's full `GET /api/v1/policy` response, as the reference's table
 //! or unchanged as JSON / YAML. Exit 1 with `Failed to get job validation policy: <reason>` when it
 //! cannot be read.
 
@@ -9,7 +9,7 @@ use policy_client::policy_table;
 
 use crate::check::CheckError;
 use crate::live::{self, RegionsFileChoice};
-use crate::{OutputFormat, PolicyArgs};
+use crate::{PolicyArgs, PolicyFormat};
 
 /// Runs `jobcheck policy`.
 pub(crate) fn run(args: &PolicyArgs) -> ExitCode {
@@ -44,14 +44,14 @@ fn render(args: &PolicyArgs) -> Result<Result<String, String>, CheckError> {
         Err(error) => return Ok(Err(live::chain(error))),
     };
     let output = match args.output {
-        OutputFormat::Table => policy_table(&region.name, &body),
-        OutputFormat::Json => {
+        PolicyFormat::Table => policy_table(&region.name, &body),
+        PolicyFormat::Json => {
             let mut text = serde_json::to_string_pretty(&body)
                 .map_err(|e| CheckError::Failed(anyhow::anyhow!("cannot render JSON: {e}")))?;
             text.push('\n');
             text
         }
-        OutputFormat::Yaml => serde_yaml::to_string(&body)
+        PolicyFormat::Yaml => serde_yaml::to_string(&body)
             .map_err(|e| CheckError::Failed(anyhow::anyhow!("cannot render YAML: {e}")))?,
     };
     Ok(Ok(output))

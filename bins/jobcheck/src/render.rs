@@ -1,12 +1,12 @@
 //! The check outcome as the reference's payload (`regions`, `unreadable`, `verdicts`,
 //! `policy_drift`, `ecr_augmentation`) and its table / JSON / YAML renderings
-//! (`gco-admission.md` §4.2). Source-agnostic: works from any `Vec<RegionPolicy>`.
+//! as the reference CLI prints them. Source-agnostic: works from any `Vec<RegionPolicy>`.
 
 use std::fmt::Write as _;
 
 use admission_core::{
-    PolicyDrift, RegionMap, RegionPolicy, RegionVerdict, Verdict, all_policy_drift,
-    attach_enforcement_warnings, ecr_augmentation, py_str, region_verdicts,
+    EvaluationError, PolicyDrift, RegionJudgement, RegionMap, RegionPolicy, RegionVerdict, Verdict,
+    all_policy_drift, attach_enforcement_warnings, ecr_augmentation, py_str, region_verdicts,
 };
 use anyhow::Context;
 use serde::Serialize;
@@ -39,7 +39,7 @@ pub(crate) fn judge(
         Vec::new()
     } else {
         let mut verdicts =
-            region_verdicts(manifests, policies).context("cannot evaluate the manifests")?;
+            verdicts_on_all_cores(manifests, policies).context("cannot evaluate the manifests")?;
         attach_enforcement_warnings(&mut verdicts, manifests, policies, strict_enforcement);
         verdicts
     };
@@ -60,6 +60,61 @@ pub(crate) fn judge(
         policy_drift,
         ecr_augmentation,
     })
+}
+
+/// Fewer manifests than this per core are judged on the calling thread.
+const MANIFESTS_PER_THREAD: usize = 2_000;
+
+/// [`region_verdicts`] with the manifests split into consecutive batches judged on separate
+/// threads (one per core, each with a few thousand manifests at least).
+fn verdicts_on_all_cores(
+    manifests: &[Value],
+    policies: &[RegionPolicy],
+) -> Result<Vec<RegionVerdict>, EvaluationError> {
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let batches = cores.min(manifests.len() / MANIFESTS_PER_THREAD);
+    verdicts_in_batches(manifests, policies, batches)
+}
+
+/// [`region_verdicts`] over `batches` consecutive batches, each judged on its own thread.
+fn verdicts_in_batches(
+    manifests: &[Value],
+    policies: &[RegionPolicy],
+    batches: usize,
+) -> Result<Vec<RegionVerdict>, EvaluationError> {
+    if batches <= 1 || manifests.is_empty() {
+        return region_verdicts(manifests, policies);
+    }
+    let batch_size = manifests.len().div_ceil(batches);
+    let judged: Vec<Result<RegionJudgement<'_>, EvaluationError>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = manifests
+            .chunks(batch_size)
+            .map(|batch| {
+                scope.spawn(move || {
+                    let mut judgement = RegionJudgement::new(policies);
+                    judgement.judge(batch).map(|()| judgement)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic))
+            })
+            .collect()
+    });
+    // The first failing batch holds the first failing manifest: the error the whole list
+    // judged in one go would give.
+    let mut judged = judged.into_iter();
+    let mut whole = judged
+        .next()
+        .unwrap_or_else(|| Ok(RegionJudgement::new(policies)))?;
+    for later in judged {
+        whole.append(later?);
+    }
+    whole.finish()
 }
 
 /// `json.dumps(payload, indent=2)` equivalent, with a trailing newline.
@@ -205,6 +260,39 @@ pub(crate) fn render_verdicts(out: &mut String, verdicts: &[RegionVerdict], inde
 mod tests {
     use super::*;
     use admission_core::{AdmissionIssue, Check};
+
+    /// Batches judged on separate threads and joined give the verdicts of one pass, and the
+    /// error of the first failing manifest when several batches fail.
+    #[test]
+    fn batched_verdicts_are_the_verdicts_of_one_pass() {
+        let policies = [
+            RegionPolicy::from_response_body(
+                "a",
+                &serde_json::json!({"policy": {"allowed_kinds": ["Job"], "require_accelerator_toleration": true}}),
+            ),
+            RegionPolicy::failed("b", admission_core::FetchStatus::Error, "down"),
+        ];
+        let mut manifests: Vec<Value> = (0..50)
+            .map(|i| serde_json::json!({"kind": if i % 3 == 0 { "Pod" } else { "Job" }, "metadata": {"name": format!("m{i}")}}))
+            .collect();
+        let whole = region_verdicts(&manifests, &policies).unwrap();
+        for batches in 1..6 {
+            assert_eq!(
+                verdicts_in_batches(&manifests, &policies, batches).unwrap(),
+                whole
+            );
+        }
+        // `containers: null` makes the toleration check raise; the first one wins.
+        manifests[30] = serde_json::json!({"kind": "Job", "metadata": {"name": "first"}, "spec": {"template": {"spec": {"containers": null}}}});
+        manifests[45] = serde_json::json!({"kind": "Job", "metadata": {"name": "second"}, "spec": {"template": {"spec": {"containers": 1}}}});
+        let error = region_verdicts(&manifests, &policies).unwrap_err();
+        for batches in 1..6 {
+            assert_eq!(
+                verdicts_in_batches(&manifests, &policies, batches).unwrap_err(),
+                error
+            );
+        }
+    }
 
     #[test]
     fn verdict_lines_match_the_reference_layout() {

@@ -1,13 +1,12 @@
 //! End-to-end tests of the `jobcheck` binary: the fixture GPU job against the two fixture region
 //! policies (table and JSON snapshots), exit codes, and bad inputs.
 
-use std::io::Write;
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
+mod common;
 
-fn root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use std::path::Path;
+use std::process::Output;
+
+use common::jobcheck_with_stdin;
 
 const JOB: &str = "fixtures/jobcheck/gpu-job.yaml";
 const EAST1: &str = "us-east-1=fixtures/jobcheck/policies/us-east-1.json";
@@ -15,24 +14,6 @@ const EAST2: &str = "us-east-2=fixtures/jobcheck/policies/us-east-2.json";
 
 fn jobcheck(args: &[&str]) -> Output {
     jobcheck_with_stdin(args, None)
-}
-
-fn jobcheck_with_stdin(args: &[&str], stdin: Option<&str>) -> Output {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_jobcheck"))
-        .args(args)
-        .current_dir(root())
-        .env_remove("JOBCHECK_REGIONS_FILE")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("jobcheck starts");
-    let mut input = child.stdin.take().expect("stdin is piped");
-    input
-        .write_all(stdin.unwrap_or("").as_bytes())
-        .expect("write stdin");
-    drop(input);
-    child.wait_with_output().expect("jobcheck runs")
 }
 
 fn stdout(output: &Output) -> String {

@@ -25,7 +25,7 @@ pub(crate) struct RoutesArgs {
 pub(crate) fn run(args: RoutesArgs) -> Result<ExitCode> {
     let config = Config::load(&args.config)
         .with_context(|| format!("invalid config {}", args.config.display()))?;
-    print!("{}", render(&config, &args.namespaces));
+    crate::stdio::print(&render(&config, &args.namespaces))?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -10,9 +10,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use daily_report::live::{LiveOptions, check_outputs, run_live, write_out};
-use daily_report::{Config, EngineChoice, RunOutput, Settings};
-use report_sinks::slack::SlackMessage;
+use daily_report::{Config, EngineKind, RunOutput, Settings};
 use serde_json::Value;
+
+use crate::stdio;
 
 /// Arguments of `workload-report run`.
 #[derive(Debug, clap::Args)]
@@ -59,28 +60,32 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         snapshot: args.snapshot,
         kubeconfig: args.kubeconfig,
         context: args.context,
-        engine: args.engine.as_deref().and_then(EngineChoice::parse),
+        engine: args
+            .engine
+            .as_deref()
+            .map(str::parse::<EngineKind>)
+            .transpose()?,
         gator: args.gator,
         work: args.work,
         save_snapshot: args.save_snapshot,
-        extra_ca_pem: None,
+        ..LiveOptions::default()
     };
     check_outputs(&options, args.out.as_deref())?;
     let config = Config::load(&args.config)
         .with_context(|| format!("invalid config {}", args.config.display()))?;
     let settings = Settings::from_env(&config, args.dry_run, &|name| std::env::var(name).ok())?;
     for warning in config.routes.warnings() {
-        eprintln!("warning: routes: {warning}");
+        stdio::log(&format!("warning: routes: {warning}"));
     }
-    let output = run_live(&config, &settings, &options, &|line| eprintln!("{line}"))?;
+    let output = run_live(&config, &settings, &options, &stdio::log)?;
     for line in &output.log {
-        eprintln!("{line}");
+        stdio::log(line);
     }
     let written = match &args.out {
         Some(dir) => write_out(dir, &output, &config.default_team),
         None => Ok(()),
     };
-    print_output(&output, &args.output, settings.dry_run);
+    stdio::print(&rendered(&output, &args.output, settings.dry_run))?;
     written?;
     Ok(ExitCode::from(output.exit_code()))
 }
@@ -93,13 +98,14 @@ fn keep_panic_messages_out_of_the_logs() {
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        eprintln!("workload-report: internal error{at}");
+        stdio::log(&format!("workload-report: internal error{at}"));
     }));
 }
 
-/// Prints the digests (text) or the document (`-o json`: digests, problems and the run), then
-/// the run line as the last line, so a log shipper can take it from the end.
-fn print_output(output: &RunOutput, format: &str, dry_run: bool) {
+/// What `run` prints: the digests (text) or the document (`-o json`: digests, problems and the
+/// run), then the run line as the last line, so a log shipper can take it from the end.
+fn rendered(output: &RunOutput, format: &str, dry_run: bool) -> String {
+    let mut text = String::new();
     if format == "json" {
         let digests: serde_json::Map<String, Value> = output
             .digests
@@ -116,61 +122,29 @@ fn print_output(output: &RunOutput, format: &str, dry_run: bool) {
             "digests": digests,
             "problems": output.problems,
         });
-        println!(
-            "{}",
-            serde_json::to_string_pretty(&document).unwrap_or_default()
-        );
-        println!("{}", output.run_line());
-        return;
-    }
-    let verb = if dry_run {
-        "not posted: dry run"
+        text.push_str(&serde_json::to_string_pretty(&document).unwrap_or_default());
+        text.push('\n');
     } else {
-        "posted"
-    };
-    for digest in &output.digests {
-        let state = if output.report.run.posted.contains(&digest.team) {
-            verb
+        let verb = if dry_run {
+            "not posted: dry run"
         } else {
-            "not posted"
+            "posted"
         };
-        println!("=== digest for {} ({state}) ===", digest.team);
-        println!("{}\n", plain_text(&digest.message));
-    }
-    if let Some(problems) = &output.problems {
-        println!("=== problems for the default team ===");
-        println!("{}\n", plain_text(problems));
-    }
-    println!("{}", output.run_line());
-}
-
-/// The visible text of a Block Kit message, one block per paragraph.
-fn plain_text(message: &SlackMessage) -> String {
-    let mut parts = Vec::new();
-    for block in &message.blocks {
-        match block.get("type").and_then(Value::as_str) {
-            Some("header") | Some("section") => {
-                if let Some(text) = block.pointer("/text/text").and_then(Value::as_str) {
-                    parts.push(text.to_string());
-                }
-            }
-            Some("context") => {
-                let texts: Vec<&str> = block
-                    .get("elements")
-                    .and_then(Value::as_array)
-                    .map(|els| {
-                        els.iter()
-                            .filter_map(|e| e.get("text").and_then(Value::as_str))
-                            .collect()
-                    })
-                    .unwrap_or_default();
-                parts.push(texts.join("  "));
-            }
-            _ => {}
+        for digest in &output.digests {
+            let state = if output.report.run.posted.contains(&digest.team) {
+                verb
+            } else {
+                "not posted"
+            };
+            text.push_str(&format!("=== digest for {} ({state}) ===\n", digest.team));
+            text.push_str(&format!("{}\n\n", digest.message.plain_text()));
+        }
+        if let Some(problems) = &output.problems {
+            text.push_str("=== problems for the default team ===\n");
+            text.push_str(&format!("{}\n\n", problems.plain_text()));
         }
     }
-    if parts.is_empty() {
-        return message.text.clone();
-    }
-    parts.join("\n")
+    text.push_str(&output.run_line());
+    text.push('\n');
+    text
 }

@@ -8,6 +8,7 @@ mod cmd_eval;
 mod cmd_routes;
 mod cmd_run;
 mod cmd_verify;
+mod stdio;
 
 use std::process::ExitCode;
 
@@ -59,7 +60,7 @@ fn main() -> ExitCode {
     match outcome {
         Ok(code) => code,
         Err(error) => {
-            eprintln!("workload-report: {error:#}");
+            stdio::log(&format!("workload-report: {error:#}"));
             ExitCode::from(2)
         }
     }

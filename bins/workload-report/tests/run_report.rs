@@ -124,15 +124,20 @@ impl Outcome {
     }
 }
 
-fn run(args: &[&str], env: &[(String, String)]) -> Outcome {
-    let output = Command::new(env!("CARGO_BIN_EXE_workload-report"))
+/// The binary with `args` and an explicit environment (`PATH` and `env`), in the repository root.
+fn command(args: &[&str], env: &[(String, String)]) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_workload-report"));
+    command
         .args(args)
         .env_clear()
         .env("PATH", std::env::var("PATH").unwrap_or_default())
         .envs(env.iter().map(|(k, v)| (k.as_str(), v.as_str())))
-        .current_dir(root())
-        .output()
-        .unwrap();
+        .current_dir(root());
+    command
+}
+
+fn run(args: &[&str], env: &[(String, String)]) -> Outcome {
+    let output = command(args, env).output().unwrap();
     Outcome {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -915,4 +920,145 @@ fn policy_errors_from_gator_are_counted_as_from_the_embedded_engine() {
             "{engine}: {problems}"
         );
     }
+}
+
+/// A run over the demo snapshot with a Loki capture server and every team's webhook.
+fn snapshot_run(
+    dir: &Path,
+    loki: &LokiServer,
+    slack: &SlackServer,
+    snapshot: &str,
+    extra: &[&str],
+) -> Outcome {
+    let config = write_config(dir, Some(&loki.url()), "");
+    let mut args = vec![
+        "run",
+        "--config",
+        config.to_str().unwrap(),
+        "--snapshot",
+        snapshot,
+    ];
+    args.extend_from_slice(extra);
+    run(&args, &hooks(slack, &TEAMS))
+}
+
+#[test]
+fn an_unwritable_work_dir_skips_the_run_with_a_named_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let (loki, slack) = (LokiServer::start(), SlackServer::start());
+    // A work dir that cannot be created, for root too: its parent is a regular file.
+    let file = dir.path().join("not-a-dir");
+    std::fs::write(&file, "x").unwrap();
+    let work = file.join("work");
+    let outcome = snapshot_run(
+        dir.path(),
+        &loki,
+        &slack,
+        "fixtures/demo/cluster",
+        &["--work", work.to_str().unwrap()],
+    );
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "skipped");
+    let reason = line["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("failed to write the projection: creating ")
+            && reason.contains(&work.join("in").display().to_string()),
+        "{reason}"
+    );
+    assert!(
+        slack.teams_posted().iter().all(|t| t == "infra"),
+        "only the problems message"
+    );
+    assert_eq!(loki.pushes().len(), 1, "the run line reaches Loki");
+}
+
+#[test]
+fn a_skipped_reason_naming_a_secret_path_is_redacted() {
+    let dir = tempfile::tempdir().unwrap();
+    let (loki, slack) = (LokiServer::start(), SlackServer::start());
+    // A snapshot path that spells a webhook's path: the reason names it, the run line must not.
+    let secret_path = SlackServer::webhook_path("payments");
+    let snapshot = format!("{}{secret_path}/cluster", dir.path().display());
+    let outcome = snapshot_run(dir.path(), &loki, &slack, &snapshot, &[]);
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "skipped");
+    let reason = line["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("failed to read the snapshot: ") && reason.contains("[redacted]"),
+        "{reason}"
+    );
+    let token = secret_path.rsplit('/').next().unwrap();
+    let mut everything = format!("{}\n{}\n", outcome.stdout, outcome.stderr);
+    for request in slack.requests() {
+        everything.push_str(&String::from_utf8_lossy(&request.body));
+    }
+    for push in loki.pushes() {
+        everything.push_str(&push);
+    }
+    assert!(
+        !everything
+            .to_ascii_lowercase()
+            .contains(&token.to_ascii_lowercase()),
+        "{everything}"
+    );
+    assert_eq!(loki.pushes().len(), 1);
+}
+
+/// Runs the binary with stdout on a pipe whose reader is already gone.
+fn run_into_a_closed_pipe(args: &[&str], env: &[(String, String)]) -> (i32, String) {
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader);
+    let output = command(args, env)
+        .stdout(writer)
+        .stderr(std::process::Stdio::piped())
+        .output()
+        .unwrap();
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_closed_stdout_ends_the_output_quietly() {
+    let slack = SlackServer::start();
+    let config = demo_dir().join("config.yaml");
+    let config = config.to_str().unwrap();
+    let (code, stderr) = run_into_a_closed_pipe(&["routes", "--config", config], &[]);
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stderr.is_empty(), "{stderr}");
+    let (code, stderr) = run_into_a_closed_pipe(
+        &[
+            "run",
+            "--config",
+            config,
+            "--snapshot",
+            "fixtures/demo/cluster",
+            "--dry-run",
+        ],
+        &hooks(&slack, &TEAMS),
+    );
+    assert_eq!(code, 0, "the run's own exit code: {stderr}");
+    assert!(
+        !stderr.contains("internal error") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
+    // eval and verify print gator-style output that is often piped into `head`.
+    let (code, stderr) = run_into_a_closed_pipe(
+        &[
+            "eval",
+            "-f",
+            "fixtures/gatekeeper/podexpansion",
+            "-o",
+            "text",
+        ],
+        &[],
+    );
+    assert_eq!(code, 1, "eval's own exit code (violations found): {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let (code, stderr) = run_into_a_closed_pipe(&["verify", "fixtures/gatekeeper/..."], &[]);
+    assert_eq!(code, 0, "verify's own exit code: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

@@ -186,8 +186,8 @@ app.kubernetes.io/component: workload-report
 {{- fail (printf "%s: report.config.engine must be embedded, gator or both, got %q" $p (toString $c.engine)) -}}
 {{- end -}}
 {{- $g := $c.gator -}}
-{{- if not (include "wr.isHttpUrl" (toString $g.url)) -}}
-{{- fail (printf "%s: report.config.gator.url must be an http(s) URL, got %q" $p (toString $g.url)) -}}
+{{- if not (regexMatch "^https://[^\\s/@]+([/?#][^\\s]*)?$" (toString $g.url)) -}}
+{{- fail (printf "%s: report.config.gator.url must be an https URL without credentials (the binary's pin rule)" $p) -}}
 {{- end -}}
 {{- if not $g.version -}}
 {{- fail (printf "%s: report.config.gator.version is required" $p) -}}

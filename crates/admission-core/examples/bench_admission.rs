@@ -1,7 +1,13 @@
 //! Benchmark: judge 10,000 manifests (a realistic mix of kinds, sizes and violations) against
-//! 8 region policies — 80,000 evaluations — on one thread. Prints evaluations/s and exits
-//! non-zero when the run takes longer than the 0.3 s target.
+//! 8 region policies — 80,000 evaluations, `region_verdicts` as a library consumer calls it —
+//! on one thread. Prints the best and median of several passes and exits non-zero when the best
+//! pass takes longer than the 50 ms target.
+//!
+//! `bench_admission --write-corpus DIR` writes the same deterministic corpus instead, as the
+//! `jobcheck` benchmark reads it: `DIR/jobs.yaml` (every manifest, one multi-document file, not
+//! pre-filled) and `DIR/policies/<region>.json` (each region's saved response body).
 
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -9,7 +15,10 @@ use admission_core::{RegionPolicy, Verdict, prefill_namespaces, region_verdicts}
 use serde_json::{Value, json};
 
 const MANIFESTS: usize = 10_000;
-const TARGET: Duration = Duration::from_millis(300);
+const TARGET: Duration = Duration::from_millis(50);
+/// Passes over the same input; the best is held against the target (the others show the noise
+/// of a shared machine).
+const PASSES: usize = 7;
 const REGIONS: [&str; 8] = [
     "us-east-1",
     "us-east-2",
@@ -176,6 +185,14 @@ fn manifest(rng: &mut Rng, index: usize) -> Value {
     json!({"apiVersion": "batch/v1", "kind": kind, "metadata": metadata, "spec": spec})
 }
 
+/// CPU time this thread has run (Linux `schedstat`, nanoseconds), if readable: on a shared
+/// machine it says how much of the wall time was the benchmark's own work.
+fn thread_cpu() -> Option<Duration> {
+    let stat = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    let nanos = stat.split_whitespace().next()?.parse().ok()?;
+    Some(Duration::from_nanos(nanos))
+}
+
 /// This process's peak resident set size in KiB (Linux `VmHWM`), if readable.
 fn peak_rss_kib() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
@@ -183,8 +200,43 @@ fn peak_rss_kib() -> Option<u64> {
     line.split_whitespace().nth(1)?.parse().ok()
 }
 
+/// Writes the corpus for `jobcheck check DIR/jobs.yaml --policy-file REGION=DIR/policies/REGION.json …`.
+fn write_corpus(dir: &Path) -> std::io::Result<()> {
+    std::fs::create_dir_all(dir)?;
+    let mut rng = Rng(SEED);
+    let mut yaml = String::new();
+    for index in 0..MANIFESTS {
+        let text =
+            serde_yaml::to_string(&manifest(&mut rng, index)).map_err(std::io::Error::other)?;
+        yaml.push_str("---\n");
+        yaml.push_str(&text);
+    }
+    std::fs::write(dir.join("jobs.yaml"), yaml)?;
+    let policies = dir.join("policies");
+    std::fs::create_dir_all(&policies)?;
+    for (index, region) in REGIONS.iter().enumerate() {
+        let body = serde_json::to_string_pretty(&region_body(index))?;
+        std::fs::write(policies.join(format!("{region}.json")), body)?;
+    }
+    Ok(())
+}
+
+const SEED: u64 = 0x9E37_79B9_7F4A_7C15;
+
 fn main() -> ExitCode {
-    let mut rng = Rng(0x9E37_79B9_7F4A_7C15);
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    if let [flag, dir] = args.as_slice()
+        && flag == "--write-corpus"
+    {
+        return match write_corpus(Path::new(dir)) {
+            Ok(()) => ExitCode::SUCCESS,
+            Err(error) => {
+                eprintln!("bench admission: cannot write the corpus to {dir}: {error}");
+                ExitCode::FAILURE
+            }
+        };
+    }
+    let mut rng = Rng(SEED);
     let policies: Vec<RegionPolicy> = (0..REGIONS.len())
         .map(|i| RegionPolicy::from_response_body(REGIONS[i], &region_body(i)))
         .collect();
@@ -195,20 +247,35 @@ fn main() -> ExitCode {
     }
 
     let input_peak = peak_rss_kib();
-    // Three full passes; the fastest is reported.
-    let mut best = Duration::MAX;
+    let mut passes = Vec::with_capacity(PASSES);
     let mut verdicts = Vec::new();
-    for _ in 0..3 {
+    for _ in 0..PASSES {
+        let cpu_before = thread_cpu();
         let started = Instant::now();
-        verdicts = match region_verdicts(&manifests, &policies) {
+        let outcome = region_verdicts(&manifests, &policies);
+        let wall = started.elapsed();
+        let cpu = thread_cpu()
+            .zip(cpu_before)
+            .map(|(after, before)| after.saturating_sub(before));
+        // The previous pass's verdicts are dropped outside the measured span.
+        verdicts = match outcome {
             Ok(verdicts) => verdicts,
             Err(error) => {
                 eprintln!("bench admission: evaluation failed: {error}");
                 return ExitCode::FAILURE;
             }
         };
-        best = best.min(started.elapsed());
+        passes.push((wall, cpu));
     }
+    let best = passes
+        .iter()
+        .map(|(wall, _)| *wall)
+        .min()
+        .unwrap_or(Duration::MAX);
+    let mut walls: Vec<Duration> = passes.iter().map(|(wall, _)| *wall).collect();
+    walls.sort();
+    let median = walls[walls.len() / 2];
+    let best_cpu = passes.iter().filter_map(|(_, cpu)| *cpu).min();
     let evaluations = MANIFESTS * policies.len();
     let issues: usize = verdicts.iter().map(|v| v.issues.len()).sum();
     let rejecting = verdicts
@@ -216,11 +283,16 @@ fn main() -> ExitCode {
         .filter(|v| v.verdict == Verdict::Reject)
         .count();
     println!(
-        "bench admission: {evaluations} evaluations ({MANIFESTS} manifests x {} regions) in {:.3} s = {:.0} evaluations/s; {issues} issues, {rejecting} rejecting regions; target < {:.1} s",
+        "bench admission: {evaluations} evaluations ({MANIFESTS} manifests x {} regions): best {:.1} ms, median {:.1} ms of {PASSES} passes (thread CPU {}) = {:.0} evaluations/s; {issues} issues, {rejecting} rejecting regions; target <= {} ms",
         policies.len(),
-        best.as_secs_f64(),
+        best.as_secs_f64() * 1000.0,
+        median.as_secs_f64() * 1000.0,
+        best_cpu.map_or_else(
+            || "unknown".to_owned(),
+            |cpu| format!("{:.1} ms", cpu.as_secs_f64() * 1000.0)
+        ),
         evaluations as f64 / best.as_secs_f64(),
-        TARGET.as_secs_f64()
+        TARGET.as_millis()
     );
     if let (Some(before), Some(after)) = (input_peak, peak_rss_kib()) {
         println!(

@@ -1,17 +1,17 @@
-//! The pure per-manifest checks (`gco-admission.md` §2.0–§2.6, §2.8): pod-spec extraction,
+//! The pure per-manifest checks: pod-spec extraction (TrainJobs included),
 //! the quantity parsers, images, resource caps, security context and accelerator tolerations.
 //!
 //! Each check mirrors the reference's control flow step by step, including where it reads a
 //! value, because that decides which malformed inputs raise (and so which become
 //! `… error: <exception>` messages) and which pass.
 
-use std::borrow::Cow;
+use std::cell::OnceCell;
 use std::sync::LazyLock;
 
 use serde_json::{Map, Value, json};
 
-use crate::policy::JobValidationPolicy;
-use crate::py::{self, PyItem, PyIter, PyResult, PythonError};
+use crate::policy::{JobValidationPolicy, SecurityFlags};
+use crate::py::{self, Fields, PyItem, PyIter, PyResult, PythonError};
 
 /// Accelerator resource keys, which are also the node taint keys, in the fixed order the
 /// toleration check reports them (the reference iterates a set; this order is our choice).
@@ -51,7 +51,7 @@ fn get_or_empty_falsy<'a>(value: &'a Value, key: &str) -> PyResult<&'a Value> {
 }
 
 fn is_kind(manifest: &Map<String, Value>, kind: &str) -> bool {
-    manifest.get("kind").and_then(Value::as_str) == Some(kind)
+    manifest.field("kind").and_then(Value::as_str) == Some(kind)
 }
 
 /// Every `(container_type, container)` of a pod spec: containers, then init, then ephemeral.
@@ -72,7 +72,7 @@ fn containers(pod_spec: &Value) -> PyResult<impl Iterator<Item = (&'static str, 
 }
 
 // ---------------------------------------------------------------------------------------------
-// Quantity parsers (§1.9)
+// Quantity parsers (the reference's narrow ones: `500m`, `4`, `16Gi`…)
 // ---------------------------------------------------------------------------------------------
 
 fn require_str(value: &Value) -> PyResult<&str> {
@@ -126,35 +126,35 @@ fn positive_quantity(value: Option<&Value>) -> bool {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Pod-spec extraction (§2.0, §2.8)
+// Pod-spec extraction
 // ---------------------------------------------------------------------------------------------
 
 /// `extract_pod_spec` (caps and tolerations): `None` when no pod spec is recognised.
 fn extract_pod_spec(manifest: &Map<String, Value>) -> Option<&Value> {
-    let spec @ Value::Object(spec_map) = manifest.get("spec")? else {
+    let spec @ Value::Object(spec_map) = manifest.field("spec")? else {
         return None;
     };
     if is_kind(manifest, "CronJob") {
         let pod = spec_map
-            .get("jobTemplate")?
+            .field("jobTemplate")?
             .as_object()?
-            .get("spec")?
+            .field("spec")?
             .as_object()?
-            .get("template")?
+            .field("template")?
             .as_object()?
-            .get("spec")?;
+            .field("spec")?;
         return pod.is_object().then_some(pod);
     }
-    if spec_map.contains_key("template") {
-        let pod = spec_map.get("template")?.as_object()?.get("spec")?;
+    if spec_map.field("template").is_some() {
+        let pod = spec_map.field("template")?.as_object()?.field("spec")?;
         return pod.is_object().then_some(pod);
     }
-    spec_map.contains_key("containers").then_some(spec)
+    spec_map.field("containers").is_some().then_some(spec)
 }
 
 /// `_extract_validation_pod_spec` (images): by key presence, non-dict results become `{}`.
 fn extract_validation_pod_spec(manifest: &Map<String, Value>) -> PyResult<&Value> {
-    let spec = manifest.get("spec").unwrap_or(empty_dict());
+    let spec = manifest.field("spec").unwrap_or(empty_dict());
     let pod = legacy_pod_spec(spec)?.unwrap_or(empty_dict());
     Ok(if pod.is_object() { pod } else { empty_dict() })
 }
@@ -177,7 +177,8 @@ fn legacy_pod_spec(spec: &Value) -> PyResult<Option<&Value>> {
     }
 }
 
-/// A TrainJob decomposed into pod-spec views (§2.8).
+/// A TrainJob decomposed into pod-spec views: a synthetic trainer spec from `spec.trainer`
+/// and every pod spec embedded in its runtime patches.
 struct TrainJobViews<'a> {
     trainer: Option<Value>,
     embedded: Vec<&'a Value>,
@@ -186,15 +187,15 @@ struct TrainJobViews<'a> {
 
 impl<'a> TrainJobViews<'a> {
     fn of(manifest: &'a Map<String, Value>) -> Self {
-        let spec = manifest.get("spec").filter(|v| v.is_object());
+        let spec = manifest.field("spec").filter(|v| v.is_object());
         let trainer = spec
-            .and_then(|s| s.get("trainer"))
+            .and_then(|s| s.field("trainer"))
             .and_then(Value::as_object);
         let image = trainer
-            .and_then(|t| t.get("image"))
+            .and_then(|t| t.field("image"))
             .filter(|v| py::truthy(v));
         let per_node = trainer
-            .and_then(|t| t.get("resourcesPerNode"))
+            .and_then(|t| t.field("resourcesPerNode"))
             .and_then(Value::as_object);
         let pseudo = (image.is_some() || per_node.is_some()).then(|| {
             let mut container = Map::new();
@@ -203,7 +204,7 @@ impl<'a> TrainJobViews<'a> {
                 container.insert("image".into(), image.clone());
             }
             if let Some(per_node) = per_node {
-                let section = |key: &str| match per_node.get(key) {
+                let section = |key: &str| match per_node.field(key) {
                     Some(v) if py::truthy(v) => v.clone(),
                     _ => json!({}),
                 };
@@ -218,7 +219,7 @@ impl<'a> TrainJobViews<'a> {
         if let Some(spec) = spec {
             collect_embedded(spec, &mut embedded);
         }
-        let num_nodes = match trainer.and_then(|t| t.get("numNodes")) {
+        let num_nodes = match trainer.and_then(|t| t.field("numNodes")) {
             None | Some(Value::Null) => 1,
             Some(raw) => py::py_int(raw).map_or(1, |n| n.max(1)),
         };
@@ -243,7 +244,7 @@ fn collect_embedded<'a>(root: &'a Value, found: &mut Vec<&'a Value>) {
             Value::Object(map) => {
                 if CONTAINER_KEYS
                     .iter()
-                    .any(|(key, _)| map.get(*key).is_some_and(Value::is_array))
+                    .any(|(key, _)| map.field(key).is_some_and(Value::is_array))
                 {
                     found.push(node);
                 }
@@ -255,26 +256,90 @@ fn collect_embedded<'a>(root: &'a Value, found: &mut Vec<&'a Value>) {
     }
 }
 
-/// The pod specs of a manifest with their caps multiplier (`weighted_pod_specs`).
-fn weighted_pod_specs(manifest: &Map<String, Value>) -> Vec<(Cow<'_, Value>, i128)> {
-    if is_kind(manifest, "TrainJob") {
-        let views = TrainJobViews::of(manifest);
-        let mut specs = Vec::with_capacity(1 + views.embedded.len());
-        if let Some(trainer) = views.trainer {
-            specs.push((Cow::Owned(trainer), views.num_nodes));
+/// What the image, caps, security and toleration checks read before looking at pods: the
+/// manifest and, for a TrainJob, its pod-spec views (built once and shared by all four).
+pub(crate) struct ManifestPods<'a> {
+    manifest: &'a Map<String, Value>,
+    trainjob: Option<TrainJobViews<'a>>,
+}
+
+impl<'a> ManifestPods<'a> {
+    pub(crate) fn of(manifest: &'a Map<String, Value>) -> Self {
+        Self {
+            manifest,
+            trainjob: is_kind(manifest, "TrainJob").then(|| TrainJobViews::of(manifest)),
         }
-        specs.extend(views.embedded.into_iter().map(|v| (Cow::Borrowed(v), 1)));
-        return specs;
     }
-    vec![(
-        Cow::Borrowed(extract_pod_spec(manifest).unwrap_or(empty_dict())),
-        1,
-    )]
+
+    /// The manifest.
+    pub(crate) fn manifest(&self) -> &'a Map<String, Value> {
+        self.manifest
+    }
+
+    /// The pod specs with their caps multiplier (`weighted_pod_specs`).
+    fn weighted_pod_specs(&self) -> Vec<(&Value, i128)> {
+        match &self.trainjob {
+            Some(views) => {
+                let mut specs = Vec::with_capacity(1 + views.embedded.len());
+                if let Some(trainer) = &views.trainer {
+                    specs.push((trainer, views.num_nodes));
+                }
+                specs.extend(views.embedded.iter().map(|v| (*v, 1)));
+                specs
+            }
+            None => vec![(extract_pod_spec(self.manifest).unwrap_or(empty_dict()), 1)],
+        }
+    }
 }
 
 // ---------------------------------------------------------------------------------------------
 // Checks
 // ---------------------------------------------------------------------------------------------
+
+/// The allowlists a policy's kind and namespace messages print, sorted and rendered once per
+/// policy (or the exception sorting them raises) rather than once per rejected manifest.
+#[derive(Debug, Default)]
+pub(crate) struct AllowlistTexts {
+    kinds: OnceCell<PyResult<String>>,
+    namespaces: OnceCell<PyResult<String>>,
+}
+
+impl AllowlistTexts {
+    /// `repr(sorted(allowed_kinds))`.
+    fn kinds(&self, policy: &JobValidationPolicy) -> PyResult<&str> {
+        let text = self.kinds.get_or_init(|| {
+            let mut allowed = policy.allowed_kinds.clone();
+            py::py_sort(&mut allowed)?;
+            let mut text = String::new();
+            py::push_list_repr(&mut text, allowed.iter());
+            Ok(text)
+        });
+        text.as_deref().map_err(Clone::clone)
+    }
+
+    /// `", ".join(sorted(allowed_namespaces))`.
+    fn namespaces(&self, policy: &JobValidationPolicy) -> PyResult<&str> {
+        let text = self.namespaces.get_or_init(|| {
+            let mut allowed = policy.allowed_namespaces.clone();
+            py::py_sort(&mut allowed)?;
+            let mut joined = String::new();
+            for (index, item) in allowed.iter().enumerate() {
+                let Value::String(s) = item else {
+                    return Err(PythonError::type_error(format!(
+                        "sequence item {index}: expected str instance, {} found",
+                        py::type_name(item)
+                    )));
+                };
+                if index > 0 {
+                    joined.push_str(", ");
+                }
+                joined.push_str(s);
+            }
+            Ok(joined)
+        });
+        text.as_deref().map_err(Clone::clone)
+    }
+}
 
 /// `validate_resource_kind`: `Ok(None)` when allowed, `Ok(Some(message))` when not.
 ///
@@ -282,19 +347,19 @@ fn weighted_pod_specs(manifest: &Map<String, Value>) -> Vec<(Cow<'_, Value>, i12
 pub(crate) fn check_kind(
     manifest: &Map<String, Value>,
     policy: &JobValidationPolicy,
+    texts: &AllowlistTexts,
 ) -> PyResult<Option<String>> {
     let kind = manifest
-        .get("kind")
+        .field("kind")
         .unwrap_or(const { &Value::String(String::new()) });
     if policy.kind_allowed(kind)? {
         return Ok(None);
     }
-    let mut allowed = policy.allowed_kinds.clone();
-    py::py_sort(&mut allowed)?;
+    let allowed = texts.kinds(policy)?;
     let mut message = String::from("Resource kind '");
     py::push_py_str(&mut message, kind);
     message.push_str("' is not allowed. Allowed kinds: ");
-    py::push_list_repr(&mut message, allowed.iter());
+    message.push_str(allowed);
     Ok(Some(message))
 }
 
@@ -302,6 +367,7 @@ pub(crate) fn check_kind(
 pub(crate) fn check_namespace(
     namespace: Option<&Value>,
     policy: &JobValidationPolicy,
+    texts: &AllowlistTexts,
 ) -> PyResult<Option<String>> {
     let Some(namespace) = namespace.filter(|v| py::truthy(v)) else {
         return Ok(None);
@@ -309,25 +375,11 @@ pub(crate) fn check_namespace(
     if policy.namespace_allowed(namespace)? {
         return Ok(None);
     }
-    let mut allowed = policy.allowed_namespaces.clone();
-    py::py_sort(&mut allowed)?;
-    let mut joined = String::new();
-    for (index, item) in allowed.iter().enumerate() {
-        let Value::String(s) = item else {
-            return Err(PythonError::type_error(format!(
-                "sequence item {index}: expected str instance, {} found",
-                py::type_name(item)
-            )));
-        };
-        if index > 0 {
-            joined.push_str(", ");
-        }
-        joined.push_str(s);
-    }
+    let joined = texts.namespaces(policy)?;
     let mut message = String::from("namespace '");
     py::push_py_str(&mut message, namespace);
     message.push_str("' is not in the allowlist (");
-    message.push_str(&joined);
+    message.push_str(joined);
     message.push(')');
     Ok(Some(message))
 }
@@ -335,34 +387,63 @@ pub(crate) fn check_namespace(
 /// `validate_image_sources`: `None` when every image is trusted, else the failure message
 /// (`Image source validation error: …` when the manifest is malformed).
 pub fn check_images(manifest: &Map<String, Value>, policy: &JobValidationPolicy) -> Option<String> {
-    judge_image_steps(&image_steps(manifest), policy)
+    judge_image_steps(&image_steps(&ManifestPods::of(manifest)), policy)
 }
 
 /// One policy-dependent step of the image check, in the order the reference takes them.
-#[derive(Debug, Clone)]
-pub(crate) enum ImageStep {
+#[derive(Debug)]
+pub(crate) enum ImageStep<'a> {
     /// An image with a `/` whose trust depends on the allowlists.
     Image {
         /// The image reference.
-        image: String,
-        /// The message when the image is not trusted.
-        untrusted: String,
+        image: &'a str,
+        /// `container` / `initContainer` / `ephemeralContainer`.
+        container_type: &'static str,
+        /// The container's `name`, if it has one.
+        name: Option<&'a Value>,
+        /// The message when the image is not trusted, built the first time a policy needs it.
+        untrusted: OnceCell<String>,
     },
     /// The manifest is malformed here: the check ends with this error.
     Error(PythonError),
 }
 
+impl ImageStep<'_> {
+    fn untrusted_message(&self) -> Option<&str> {
+        let Self::Image {
+            image,
+            container_type,
+            name,
+            untrusted,
+        } = self
+        else {
+            return None;
+        };
+        Some(untrusted.get_or_init(|| {
+            let mut message = String::from(*container_type);
+            message.push_str(" '");
+            match name {
+                Some(name) => py::push_py_str(&mut message, name),
+                None => message.push_str("unknown"),
+            }
+            message.push_str("': Untrusted image source '");
+            message.push_str(image);
+            message.push('\'');
+            message
+        }))
+    }
+}
+
 /// The policy-independent part of the image check: every image that needs an allowlist
 /// decision, up to the first malformed spot.
-pub(crate) fn image_steps(manifest: &Map<String, Value>) -> Vec<ImageStep> {
+pub(crate) fn image_steps<'p>(pods: &'p ManifestPods<'_>) -> Vec<ImageStep<'p>> {
     let mut steps = Vec::new();
-    let outcome = if is_kind(manifest, "TrainJob") {
-        let views = TrainJobViews::of(manifest);
-        views
+    let outcome = match &pods.trainjob {
+        Some(views) => views
             .views()
-            .try_for_each(|view| collect_image_steps(view, &mut steps))
-    } else {
-        extract_validation_pod_spec(manifest).and_then(|pod| collect_image_steps(pod, &mut steps))
+            .try_for_each(|view| collect_image_steps(view, &mut steps)),
+        None => extract_validation_pod_spec(pods.manifest)
+            .and_then(|pod| collect_image_steps(pod, &mut steps)),
     };
     if let Err(error) = outcome {
         steps.push(ImageStep::Error(error));
@@ -370,9 +451,12 @@ pub(crate) fn image_steps(manifest: &Map<String, Value>) -> Vec<ImageStep> {
     steps
 }
 
-fn collect_image_steps(pod_spec: &Value, steps: &mut Vec<ImageStep>) -> PyResult<()> {
+fn collect_image_steps<'a>(pod_spec: &'a Value, steps: &mut Vec<ImageStep<'a>>) -> PyResult<()> {
     for (container_type, container) in containers(pod_spec)? {
-        let container = container.value();
+        let PyItem::Borrowed(container) = container else {
+            // Keys of a dict or characters of a string: never a dict, so `.get` raises.
+            return Err(PythonError::no_attribute(container.value(), "get"));
+        };
         let Some(image) = py::get(container, "image")?.filter(|v| py::truthy(v)) else {
             continue;
         };
@@ -382,18 +466,11 @@ fn collect_image_steps(pod_spec: &Value, steps: &mut Vec<ImageStep>) -> PyResult
         let Value::String(image) = image else {
             return Err(PythonError::no_attribute(image, "split"));
         };
-        let mut untrusted = String::from(container_type);
-        untrusted.push_str(" '");
-        match py::get(container, "name")? {
-            Some(name) => py::push_py_str(&mut untrusted, name),
-            None => untrusted.push_str("unknown"),
-        }
-        untrusted.push_str("': Untrusted image source '");
-        untrusted.push_str(image);
-        untrusted.push('\'');
         steps.push(ImageStep::Image {
-            image: image.clone(),
-            untrusted,
+            image,
+            container_type,
+            name: py::get(container, "name")?,
+            untrusted: OnceCell::new(),
         });
     }
     Ok(())
@@ -401,14 +478,14 @@ fn collect_image_steps(pod_spec: &Value, steps: &mut Vec<ImageStep>) -> PyResult
 
 /// Judges prepared image steps against one policy's allowlists.
 pub(crate) fn judge_image_steps(
-    steps: &[ImageStep],
+    steps: &[ImageStep<'_>],
     policy: &JobValidationPolicy,
 ) -> Option<String> {
     for step in steps {
         let error = match step {
-            ImageStep::Image { image, untrusted } => match image_trusted(image, policy) {
+            ImageStep::Image { image, .. } => match image_trusted(image, policy) {
                 Ok(true) => continue,
-                Ok(false) => return Some(untrusted.clone()),
+                Ok(false) => return step.untrusted_message().map(str::to_owned),
                 Err(error) => error,
             },
             ImageStep::Error(error) => error.clone(),
@@ -457,11 +534,17 @@ fn concat_error(registry: &Value) -> PythonError {
     }
 }
 
-/// Aggregate CPU (millicores), memory (bytes) and GPU totals of a manifest (§2.4).
+/// Aggregate CPU (millicores), memory (bytes) and GPU totals of a manifest: per container the
+/// limit, else the request, summed over every pod spec (a TrainJob's trainer times `numNodes`).
 pub fn resource_totals(manifest: &Map<String, Value>) -> Result<(i128, i128, i128), PythonError> {
+    totals_of(&ManifestPods::of(manifest))
+}
+
+/// [`resource_totals`] of a prepared manifest.
+pub(crate) fn totals_of(pods: &ManifestPods<'_>) -> Result<(i128, i128, i128), PythonError> {
     let mut totals = (0i128, 0i128, 0i128);
-    for (pod_spec, multiplier) in weighted_pod_specs(manifest) {
-        for (_, container) in containers(&pod_spec)? {
+    for (pod_spec, multiplier) in pods.weighted_pod_specs() {
+        for (_, container) in containers(pod_spec)? {
             let resources = get_or_empty(container.value(), "resources")?;
             let requests = get_or_empty(resources, "requests")?;
             let limits = get_or_empty(resources, "limits")?;
@@ -537,24 +620,7 @@ pub fn check_security_context(
     manifest: &Map<String, Value>,
     policy: &JobValidationPolicy,
 ) -> Option<String> {
-    let outcome = if is_kind(manifest, "TrainJob") {
-        let views = TrainJobViews::of(manifest);
-        views
-            .views()
-            .map(|pod| security_of_pod(pod, policy))
-            .find(|outcome| !matches!(outcome, Ok(None)))
-            .unwrap_or(Ok(None))
-    } else {
-        let spec = manifest.get("spec").unwrap_or(empty_dict());
-        legacy_pod_spec(spec).and_then(|pod| match pod {
-            Some(pod) if py::truthy(pod) => security_of_pod(pod, policy),
-            _ => Ok(None),
-        })
-    };
-    match outcome {
-        Ok(outcome) => outcome,
-        Err(error) => Some(format!("Security context error: {}", error.message)),
-    }
+    SecurityFindings::of(&ManifestPods::of(manifest)).message(&policy.security)
 }
 
 fn flag_set(value: Option<&Value>) -> bool {
@@ -565,71 +631,156 @@ fn is_root(value: Option<&Value>) -> bool {
     value.is_some_and(|v| !v.is_null() && py::py_eq(v, &json!(0)))
 }
 
-fn security_of_pod(pod: &Value, policy: &JobValidationPolicy) -> PyResult<Option<String>> {
-    let flags = &policy.security;
-    let pod_checks = [
-        (
-            flags.block_host_network,
-            "hostNetwork",
-            "hostNetwork is not permitted",
-        ),
-        (flags.block_host_pid, "hostPID", "hostPID is not permitted"),
-        (flags.block_host_ipc, "hostIPC", "hostIPC is not permitted"),
-    ];
-    for (enabled, key, message) in pod_checks {
-        if enabled && flag_set(py::get(pod, key)?) {
-            return Ok(Some(message.to_owned()));
+/// Which `block_*` flag guards a step of the security check.
+#[derive(Debug, Clone, Copy)]
+enum Guard {
+    Privileged,
+    PrivilegeEscalation,
+    HostNetwork,
+    HostPid,
+    HostIpc,
+    HostPath,
+    AddedCapabilities,
+    RunAsRoot,
+}
+
+impl Guard {
+    fn enabled(self, flags: &SecurityFlags) -> bool {
+        match self {
+            Self::Privileged => flags.block_privileged,
+            Self::PrivilegeEscalation => flags.block_privilege_escalation,
+            Self::HostNetwork => flags.block_host_network,
+            Self::HostPid => flags.block_host_pid,
+            Self::HostIpc => flags.block_host_ipc,
+            Self::HostPath => flags.block_host_path,
+            Self::AddedCapabilities => flags.block_added_capabilities,
+            Self::RunAsRoot => flags.block_run_as_root,
         }
     }
-    if flags.block_host_path
-        && let Some(volumes) = py::get(pod, "volumes")?
-    {
-        for volume in py::iterate(volumes)? {
-            if py::get(volume.value(), "hostPath")?.is_some_and(|v| !v.is_null()) {
-                return Ok(Some("hostPath volumes are not permitted".to_owned()));
+}
+
+/// The security check of one manifest for every flag set at once.
+///
+/// The reference walks the pod specs and stops at the first blocked setting, reading some
+/// values only when their flag is on (so a malformed value raises only then). Walking once with
+/// every read done records each step that would end the walk — a finding or an exception — with
+/// the flag that guards it (`None`: always reached). For a given flag set the reference's answer
+/// is then the first recorded step whose flag is on; steps that find nothing never end the
+/// walk, so they are not recorded. An unguarded exception ends the recording, as it ends every
+/// walk.
+#[derive(Debug, Default)]
+pub(crate) struct SecurityFindings {
+    steps: Vec<(Option<Guard>, PyResult<String>)>,
+}
+
+impl SecurityFindings {
+    pub(crate) fn of(pods: &ManifestPods<'_>) -> Self {
+        let mut findings = Self::default();
+        let outcome = match &pods.trainjob {
+            Some(views) => views.views().try_for_each(|pod| findings.record_pod(pod)),
+            None => {
+                let spec = pods.manifest.field("spec").unwrap_or(empty_dict());
+                legacy_pod_spec(spec).and_then(|pod| match pod {
+                    Some(pod) if py::truthy(pod) => findings.record_pod(pod),
+                    _ => Ok(()),
+                })
             }
-        }
-    }
-    let pod_context = get_or_empty(pod, "securityContext")?;
-    if flags.block_privileged && flag_set(py::get(pod_context, "privileged")?) {
-        return Ok(Some(
-            "privileged pod security context is not permitted".to_owned(),
-        ));
-    }
-    if flags.block_run_as_root && is_root(py::get(pod_context, "runAsUser")?) {
-        return Ok(Some(
-            "running as root (runAsUser: 0) is not permitted".to_owned(),
-        ));
-    }
-    for (container_type, container) in containers(pod)? {
-        let container = container.value();
-        let name = py::get(container, "name")?;
-        let context = get_or_empty(container, "securityContext")?;
-        let problem = if flags.block_privileged && flag_set(py::get(context, "privileged")?) {
-            Some("privileged containers are not permitted")
-        } else if flags.block_privilege_escalation
-            && flag_set(py::get(context, "allowPrivilegeEscalation")?)
-        {
-            Some("allowPrivilegeEscalation is not permitted")
-        } else if flags.block_added_capabilities
-            && flag_set(py::get(get_or_empty(context, "capabilities")?, "add")?)
-        {
-            Some("added capabilities are not permitted")
-        } else if flags.block_run_as_root && is_root(py::get(context, "runAsUser")?) {
-            Some("running as root (runAsUser: 0) is not permitted")
-        } else {
-            None
         };
-        if let Some(problem) = problem {
-            let mut message = String::from(container_type);
-            message.push_str(" '");
-            match name {
-                Some(name) => py::push_py_str(&mut message, name),
-                None => message.push_str("unknown"),
-            }
-            message.push_str("': ");
-            message.push_str(problem);
-            return Ok(Some(message));
+        if let Err(error) = outcome {
+            findings.steps.push((None, Err(error)));
+        }
+        findings
+    }
+
+    /// The reference's outcome for `flags`: `None` when nothing is blocked.
+    pub(crate) fn message(&self, flags: &SecurityFlags) -> Option<String> {
+        let (_, outcome) = self
+            .steps
+            .iter()
+            .find(|(guard, _)| guard.is_none_or(|g| g.enabled(flags)))?;
+        Some(match outcome {
+            Ok(message) => message.clone(),
+            Err(error) => format!("Security context error: {}", error.message),
+        })
+    }
+
+    /// Records `step` under `guard` unless it found nothing.
+    fn guarded(&mut self, guard: Guard, step: PyResult<Option<String>>) {
+        match step {
+            Ok(None) => {}
+            Ok(Some(message)) => self.steps.push((Some(guard), Ok(message))),
+            Err(error) => self.steps.push((Some(guard), Err(error))),
+        }
+    }
+
+    /// One pod spec, in the reference's order; `Err` for an exception no flag guards.
+    fn record_pod(&mut self, pod: &Value) -> PyResult<()> {
+        let pod_checks = [
+            (
+                Guard::HostNetwork,
+                "hostNetwork",
+                "hostNetwork is not permitted",
+            ),
+            (Guard::HostPid, "hostPID", "hostPID is not permitted"),
+            (Guard::HostIpc, "hostIPC", "hostIPC is not permitted"),
+        ];
+        for (guard, key, message) in pod_checks {
+            let step = py::get(pod, key).map(|v| flag_set(v).then(|| message.to_owned()));
+            self.guarded(guard, step);
+        }
+        self.guarded(Guard::HostPath, host_path_volume(pod));
+        let pod_context = get_or_empty(pod, "securityContext")?;
+        let privileged = py::get(pod_context, "privileged").map(|v| {
+            flag_set(v).then(|| "privileged pod security context is not permitted".to_owned())
+        });
+        self.guarded(Guard::Privileged, privileged);
+        let root = py::get(pod_context, "runAsUser").map(|v| {
+            is_root(v).then(|| "running as root (runAsUser: 0) is not permitted".to_owned())
+        });
+        self.guarded(Guard::RunAsRoot, root);
+        for (container_type, container) in containers(pod)? {
+            let container = container.value();
+            let name = py::get(container, "name")?;
+            let context = get_or_empty(container, "securityContext")?;
+            let label = |problem: &str| {
+                let mut message = String::from(container_type);
+                message.push_str(" '");
+                match name {
+                    Some(name) => py::push_py_str(&mut message, name),
+                    None => message.push_str("unknown"),
+                }
+                message.push_str("': ");
+                message.push_str(problem);
+                message
+            };
+            let privileged = py::get(context, "privileged")
+                .map(|v| flag_set(v).then(|| label("privileged containers are not permitted")));
+            self.guarded(Guard::Privileged, privileged);
+            let escalation = py::get(context, "allowPrivilegeEscalation")
+                .map(|v| flag_set(v).then(|| label("allowPrivilegeEscalation is not permitted")));
+            self.guarded(Guard::PrivilegeEscalation, escalation);
+            let added = get_or_empty(context, "capabilities")
+                .and_then(|caps| py::get(caps, "add"))
+                .map(|v| flag_set(v).then(|| label("added capabilities are not permitted")));
+            self.guarded(Guard::AddedCapabilities, added);
+            let root = py::get(context, "runAsUser").map(|v| {
+                is_root(v).then(|| label("running as root (runAsUser: 0) is not permitted"))
+            });
+            self.guarded(Guard::RunAsRoot, root);
+        }
+        Ok(())
+    }
+}
+
+/// The `hostPath` step (read only when `block_host_path` is on): the first volume with a
+/// non-null `hostPath` is blocked.
+fn host_path_volume(pod: &Value) -> PyResult<Option<String>> {
+    let Some(volumes) = py::get(pod, "volumes")? else {
+        return Ok(None);
+    };
+    for volume in py::iterate(volumes)? {
+        if py::get(volume.value(), "hostPath")?.is_some_and(|v| !v.is_null()) {
+            return Ok(Some("hostPath volumes are not permitted".to_owned()));
         }
     }
     Ok(None)
@@ -639,15 +790,18 @@ fn security_of_pod(pod: &Value, policy: &JobValidationPolicy) -> PyResult<Option
 /// `Ok(Some(message))` when one is not. Not exception-safe, like the reference: a malformed
 /// pod spec (e.g. `containers: null`) is an `Err`.
 pub fn check_tolerations(manifest: &Map<String, Value>) -> Result<Option<String>, PythonError> {
-    let trainjob;
+    tolerations_of(&ManifestPods::of(manifest))
+}
+
+/// [`check_tolerations`] of a prepared manifest.
+pub(crate) fn tolerations_of(pods: &ManifestPods<'_>) -> Result<Option<String>, PythonError> {
     let views: Vec<&Value>;
     let hint_example;
-    if is_kind(manifest, "TrainJob") {
-        trainjob = TrainJobViews::of(manifest);
+    if let Some(trainjob) = &pods.trainjob {
         views = trainjob.views().collect();
         hint_example = "examples/kubeflow-trainjob.yaml (GPU variant, via runtimePatches)";
     } else {
-        views = extract_pod_spec(manifest)
+        views = extract_pod_spec(pods.manifest)
             .filter(|pod| py::truthy(pod))
             .into_iter()
             .collect();
@@ -696,10 +850,10 @@ fn toleration_matches(tolerations: &[PyItem<'_>], taint: &str) -> bool {
         let Value::Object(toleration) = toleration.value() else {
             return false;
         };
-        if toleration.get("key").and_then(Value::as_str) != Some(taint) {
+        if toleration.field("key").and_then(Value::as_str) != Some(taint) {
             return false;
         }
-        let effect_ok = match toleration.get("effect") {
+        let effect_ok = match toleration.field("effect") {
             None => true,
             Some(Value::String(effect)) => effect.is_empty() || effect == "NoSchedule",
             Some(_) => false,
@@ -707,11 +861,11 @@ fn toleration_matches(tolerations: &[PyItem<'_>], taint: &str) -> bool {
         if !effect_ok {
             return false;
         }
-        match toleration.get("operator") {
+        match toleration.field("operator") {
             Some(Value::String(op)) if op == "Exists" => true,
-            None => toleration.get("value").and_then(Value::as_str) == Some("true"),
+            None => toleration.field("value").and_then(Value::as_str) == Some("true"),
             Some(Value::String(op)) if op == "Equal" => {
-                toleration.get("value").and_then(Value::as_str) == Some("true")
+                toleration.field("value").and_then(Value::as_str) == Some("true")
             }
             Some(_) => false,
         }
@@ -781,11 +935,64 @@ mod tests {
         assert!(!positive_quantity(Some(&Value::Null)));
     }
 
+    /// The findings are recorded once for every flag set; each flag set gets the step the
+    /// reference's walk would stop at, including exceptions raised only under one flag.
+    #[test]
+    fn security_findings_answer_each_flag_set_like_the_walk() {
+        let manifest = json!({"kind": "Job", "spec": {"template": {"spec": {
+            "hostNetwork": true, "volumes": "x",
+            "containers": [{"name": "c", "securityContext": {"privileged": true, "runAsUser": 0}}]}}}});
+        let findings = SecurityFindings::of(&ManifestPods::of(manifest.as_object().unwrap()));
+        let none = SecurityFlags {
+            block_privileged: false,
+            block_privilege_escalation: false,
+            block_host_network: false,
+            block_host_pid: false,
+            block_host_ipc: false,
+            block_host_path: false,
+            block_added_capabilities: false,
+            block_run_as_root: false,
+        };
+        let cases = [
+            (
+                SecurityFlags::default(),
+                Some("hostNetwork is not permitted"),
+            ),
+            (
+                SecurityFlags {
+                    block_host_path: true,
+                    ..none
+                },
+                Some("Security context error: 'str' object has no attribute 'get'"),
+            ),
+            (
+                SecurityFlags {
+                    block_run_as_root: true,
+                    ..none
+                },
+                Some("container 'c': running as root (runAsUser: 0) is not permitted"),
+            ),
+            (
+                SecurityFlags {
+                    block_privileged: true,
+                    block_run_as_root: true,
+                    ..none
+                },
+                Some("container 'c': privileged containers are not permitted"),
+            ),
+            (none, None),
+        ];
+        for (flags, expected) in cases {
+            assert_eq!(findings.message(&flags).as_deref(), expected, "{flags:?}");
+        }
+    }
+
     #[test]
     fn trainjob_num_nodes_multiplies_the_trainer_view_only() {
         let manifest = json!({"kind": "TrainJob", "spec": {"trainer": {"numNodes": 16,
             "resourcesPerNode": {"limits": {"nvidia.com/gpu": "8"}}}}});
-        let specs = weighted_pod_specs(manifest.as_object().unwrap());
+        let pods = ManifestPods::of(manifest.as_object().unwrap());
+        let specs = pods.weighted_pod_specs();
         assert_eq!(specs.len(), 1);
         assert_eq!(specs[0].1, 16);
         for (raw, expected) in [
@@ -796,11 +1003,12 @@ mod tests {
         ] {
             let manifest =
                 json!({"kind": "TrainJob", "spec": {"trainer": {"numNodes": raw, "image": "x"}}});
-            let specs = weighted_pod_specs(manifest.as_object().unwrap());
-            assert_eq!(specs[0].1, expected);
+            let pods = ManifestPods::of(manifest.as_object().unwrap());
+            assert_eq!(pods.weighted_pod_specs()[0].1, expected);
         }
         let job = json!({"kind": "Job", "spec": {"template": {"spec": {"containers": []}}}});
-        let multipliers: Vec<i128> = weighted_pod_specs(job.as_object().unwrap())
+        let multipliers: Vec<i128> = ManifestPods::of(job.as_object().unwrap())
+            .weighted_pod_specs()
             .iter()
             .map(|s| s.1)
             .collect();

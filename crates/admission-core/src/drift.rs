@@ -1,5 +1,5 @@
 //! Cross-region comparison: [`detect_policy_drift`], [`registry_drift`] and
-//! [`ecr_augmentation`] (`gco-admission.md` §3.2).
+//! [`ecr_augmentation`], as the reference CLI compares region policies.
 
 use serde::Serialize;
 use serde_json::{Map, Value};

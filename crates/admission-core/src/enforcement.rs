@@ -1,4 +1,4 @@
-//! Advisory evaluation of a region's live Kubernetes layers (`cluster_enforcement`, spec §1.4):
+//! Advisory evaluation of a region's live Kubernetes layers (the response's `cluster_enforcement`):
 //! a container over a LimitRange `max`, or manifest totals over a ResourceQuota `hard` limit.
 //!
 //! Beyond the reference, which only displays these layers. The result is a list of
@@ -17,6 +17,8 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+use crate::py::Fields;
 
 /// Which live layer a warning comes from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
@@ -71,6 +73,10 @@ pub fn enforcement_warnings(
     let Some(layers) = cluster_enforcement.as_object() else {
         return Vec::new();
     };
+    if !layers.values().filter_map(Value::as_object).any(can_warn) {
+        // Most regions report only each namespace's status: no manifest can get a warning.
+        return Vec::new();
+    }
     let mut warnings = Vec::new();
     let mut combined: BTreeMap<&str, BTreeMap<(String, String), Combined>> = BTreeMap::new();
 
@@ -79,23 +85,25 @@ pub fn enforcement_warnings(
             continue;
         };
         let Some(namespace) = object
-            .get("metadata")
-            .and_then(|m| m.get("namespace"))
+            .field("metadata")
+            .and_then(|m| m.field("namespace"))
             .and_then(Value::as_str)
         else {
             continue;
         };
-        let Some(layer) = layers.get(namespace).and_then(Value::as_object) else {
+        let Some(layer) = layers.field(namespace).and_then(Value::as_object) else {
             continue;
         };
-        if layer.get("status").and_then(Value::as_str) != Some("ok") {
+        if !can_warn(layer) {
             continue;
         }
+        let ranges = layer.field("limit_ranges").and_then(Value::as_object);
+        let quotas = layer.field("resource_quotas").and_then(Value::as_object);
         let label =
             crate::evaluate::manifest_label(manifest).unwrap_or_else(|_| "?/<unnamed>".to_string());
         let groups = pod_groups(object);
 
-        if let Some(ranges) = layer.get("limit_ranges").and_then(Value::as_object) {
+        if let Some(ranges) = ranges {
             for (range_name, items) in sorted(ranges) {
                 for item in items.as_array().into_iter().flatten() {
                     limit_range_warnings(
@@ -110,7 +118,7 @@ pub fn enforcement_warnings(
             }
         }
 
-        if let Some(quotas) = layer.get("resource_quotas").and_then(Value::as_object) {
+        if let Some(quotas) = quotas {
             let totals = manifest_totals(&groups);
             for (quota_name, hard) in sorted(quotas) {
                 let Some(hard) = hard.as_object() else {
@@ -151,13 +159,13 @@ pub fn enforcement_warnings(
 
     for (namespace, entries) in combined {
         let quotas = layers
-            .get(namespace)
-            .and_then(|l| l.get("resource_quotas"))
+            .field(namespace)
+            .and_then(|l| l.field("resource_quotas"))
             .and_then(Value::as_object);
         for ((quota_name, resource), sum) in entries {
             let Some(limit) = quotas
-                .and_then(|q| q.get(&quota_name))
-                .and_then(|h| h.get(&resource))
+                .and_then(|q| q.field(&quota_name))
+                .and_then(|h| h.field(&resource))
             else {
                 continue;
             };
@@ -179,6 +187,19 @@ pub fn enforcement_warnings(
         }
     }
     warnings
+}
+
+/// Whether a namespace's layer can produce a warning: read (`status: ok`) and holding a
+/// LimitRange or a ResourceQuota.
+fn can_warn(layer: &Map<String, Value>) -> bool {
+    let non_empty = |key: &str| {
+        layer
+            .field(key)
+            .and_then(Value::as_object)
+            .is_some_and(|entries| !entries.is_empty())
+    };
+    layer.field("status").and_then(Value::as_str) == Some("ok")
+        && (non_empty("limit_ranges") || non_empty("resource_quotas"))
 }
 
 /// One quota key's usage summed over the manifests of a namespace.
@@ -205,13 +226,15 @@ struct Container<'a> {
 impl Container<'_> {
     fn request(&self, resource: &str) -> Option<i128> {
         self.requests
-            .and_then(|r| r.get(resource))
+            .and_then(|r| r.field(resource))
             .and_then(quantity)
             .or_else(|| self.limit(resource))
     }
 
     fn limit(&self, resource: &str) -> Option<i128> {
-        self.limits.and_then(|l| l.get(resource)).and_then(quantity)
+        self.limits
+            .and_then(|l| l.field(resource))
+            .and_then(quantity)
     }
 
     fn resources(&self) -> impl Iterator<Item = &str> {
@@ -223,8 +246,8 @@ impl Container<'_> {
 }
 
 fn pod_groups(manifest: &Map<String, Value>) -> Vec<PodGroup<'_>> {
-    let kind = manifest.get("kind").and_then(Value::as_str).unwrap_or("");
-    let Some(spec) = manifest.get("spec").and_then(Value::as_object) else {
+    let kind = manifest.field("kind").and_then(Value::as_str).unwrap_or("");
+    let Some(spec) = manifest.field("spec").and_then(Value::as_object) else {
         return Vec::new();
     };
     let count = |value: Option<&Value>| -> i128 {
@@ -235,27 +258,27 @@ fn pod_groups(manifest: &Map<String, Value>) -> Vec<PodGroup<'_>> {
     };
     let (pod_spec, pods) = match kind {
         "Pod" => (Some(spec), 1),
-        "Job" => (template_spec(spec), count(spec.get("parallelism"))),
+        "Job" => (template_spec(spec), count(spec.field("parallelism"))),
         "CronJob" => {
             let job = spec
-                .get("jobTemplate")
-                .and_then(|t| t.get("spec"))
+                .field("jobTemplate")
+                .and_then(|t| t.field("spec"))
                 .and_then(Value::as_object);
             (
                 job.and_then(template_spec),
-                count(job.and_then(|j| j.get("parallelism"))),
+                count(job.and_then(|j| j.field("parallelism"))),
             )
         }
         "Deployment" | "StatefulSet" | "ReplicaSet" => {
-            (template_spec(spec), count(spec.get("replicas")))
+            (template_spec(spec), count(spec.field("replicas")))
         }
         "TrainJob" => return trainjob_groups(spec),
         _ => (template_spec(spec), 1),
     };
     pod_spec
         .map(|pod_spec| PodGroup {
-            containers: containers(pod_spec.get("containers")),
-            init_containers: containers(pod_spec.get("initContainers")),
+            containers: containers(pod_spec.field("containers")),
+            init_containers: containers(pod_spec.field("initContainers")),
             pods,
         })
         .into_iter()
@@ -263,26 +286,26 @@ fn pod_groups(manifest: &Map<String, Value>) -> Vec<PodGroup<'_>> {
 }
 
 fn template_spec(spec: &Map<String, Value>) -> Option<&Map<String, Value>> {
-    spec.get("template")?.get("spec")?.as_object()
+    spec.field("template")?.field("spec")?.as_object()
 }
 
 fn trainjob_groups(spec: &Map<String, Value>) -> Vec<PodGroup<'_>> {
-    let Some(trainer) = spec.get("trainer").and_then(Value::as_object) else {
+    let Some(trainer) = spec.field("trainer").and_then(Value::as_object) else {
         return Vec::new();
     };
-    let Some(per_node) = trainer.get("resourcesPerNode").and_then(Value::as_object) else {
+    let Some(per_node) = trainer.field("resourcesPerNode").and_then(Value::as_object) else {
         return Vec::new();
     };
     let nodes = trainer
-        .get("numNodes")
+        .field("numNodes")
         .and_then(Value::as_i64)
         .map(|n| i128::from(n.max(1)))
         .unwrap_or(1);
     vec![PodGroup {
         containers: vec![Container {
             name: "trainer".to_string(),
-            requests: per_node.get("requests").and_then(Value::as_object),
-            limits: per_node.get("limits").and_then(Value::as_object),
+            requests: per_node.field("requests").and_then(Value::as_object),
+            limits: per_node.field("limits").and_then(Value::as_object),
         }],
         init_containers: Vec::new(),
         pods: nodes,
@@ -295,18 +318,18 @@ fn containers(list: Option<&Value>) -> Vec<Container<'_>> {
         .flatten()
         .filter_map(Value::as_object)
         .map(|container| {
-            let resources = container.get("resources").and_then(Value::as_object);
+            let resources = container.field("resources").and_then(Value::as_object);
             Container {
                 name: container
-                    .get("name")
+                    .field("name")
                     .and_then(Value::as_str)
                     .unwrap_or("<unnamed>")
                     .to_string(),
                 requests: resources
-                    .and_then(|r| r.get("requests"))
+                    .and_then(|r| r.field("requests"))
                     .and_then(Value::as_object),
                 limits: resources
-                    .and_then(|r| r.get("limits"))
+                    .and_then(|r| r.field("limits"))
                     .and_then(Value::as_object),
             }
         })
@@ -321,8 +344,8 @@ fn limit_range_warnings(
     label: &str,
     warnings: &mut Vec<EnforcementWarning>,
 ) {
-    let kind = item.get("type").and_then(Value::as_str).unwrap_or("");
-    let Some(max) = item.get("max").and_then(Value::as_object) else {
+    let kind = item.field("type").and_then(Value::as_str).unwrap_or("");
+    let Some(max) = item.field("max").and_then(Value::as_object) else {
         return;
     };
     let source = format!("LimitRange {namespace}/{range_name}");

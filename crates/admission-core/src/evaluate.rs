@@ -1,15 +1,15 @@
 //! Judging one manifest: the CLI variant [`evaluate_manifest`] (every check, issues labelled
 //! `Kind/name`), the server variant [`validate_manifest`] (first failure wins) and the CLI's
-//! namespace pre-fill [`prefill_namespaces`] (`gco-admission.md` §2.7, §2.9, §4).
+//! namespace pre-fill [`prefill_namespaces`].
 
-use std::cell::{OnceCell, RefCell};
+use std::cell::OnceCell;
 
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::checks;
-use crate::policy::{JobValidationPolicy, SecurityFlags, set_contains};
-use crate::py::{self, PythonError};
+use crate::checks::{self, AllowlistTexts, ManifestPods, SecurityFindings};
+use crate::policy::{JobValidationPolicy, set_contains};
+use crate::py::{self, Fields, PythonError};
 
 /// The namespace the CLI pre-fills when a manifest names none.
 pub const DEFAULT_NAMESPACE: &str = "gco-jobs";
@@ -193,22 +193,32 @@ pub(crate) fn evaluate_into(
     policy: &JobValidationPolicy,
     issues: &mut Vec<AdmissionIssue>,
 ) -> Result<(), EvaluationError> {
-    PreparedManifest::new(manifest)?.evaluate_into(policy, issues)
+    let prepared = PreparedManifest::new(manifest)?;
+    let answers = PodAnswers::default();
+    prepared.evaluate_into(&answers, policy, &AllowlistTexts::default(), issues)
 }
 
-/// One mapping manifest prepared for judging against many policies: the policy-independent
-/// work (label, image list, resource totals, toleration check, security check per flag set) is
-/// done once, lazily, and reused for every region.
+/// One mapping manifest prepared for judging against many policies: its namespace, label and
+/// pod specs are read once. The policy-independent answers about its pods live next to it in
+/// [`PodAnswers`], which borrows from it.
 pub(crate) struct PreparedManifest<'a> {
     manifest: &'a Value,
-    map: &'a Map<String, Value>,
-    /// `metadata` when truthy (a mapping), or the exception a non-mapping one raises.
-    metadata: Result<Option<&'a Value>, PythonError>,
+    /// `metadata.namespace` when `metadata` is truthy (a mapping), or the exception a
+    /// non-mapping `metadata` raises.
+    namespace: Result<Option<&'a Value>, PythonError>,
     label: OnceCell<String>,
-    images: OnceCell<Vec<checks::ImageStep>>,
+    pods: ManifestPods<'a>,
+}
+
+/// The policy-independent answers about a prepared manifest's pods (image list, resource
+/// totals, toleration check, security findings), each computed the first time a policy needs
+/// it and reused for every other region.
+#[derive(Default)]
+pub(crate) struct PodAnswers<'p> {
+    images: OnceCell<Vec<checks::ImageStep<'p>>>,
     totals: OnceCell<Result<(i128, i128, i128), PythonError>>,
     tolerations: OnceCell<Result<Option<String>, PythonError>>,
-    security: RefCell<Vec<(SecurityFlags, Option<String>)>>,
+    security: OnceCell<SecurityFindings>,
 }
 
 impl<'a> PreparedManifest<'a> {
@@ -219,37 +229,36 @@ impl<'a> PreparedManifest<'a> {
                 manifest, "get",
             )));
         };
-        let metadata = match map.get("metadata").filter(|v| py::truthy(v)) {
-            Some(metadata) if !metadata.is_object() => {
-                Err(PythonError::no_attribute(metadata, "get"))
-            }
-            other => Ok(other),
+        let namespace = match map.field("metadata").filter(|v| py::truthy(v)) {
+            Some(Value::Object(metadata)) => Ok(metadata.field("namespace")),
+            Some(metadata) => Err(PythonError::no_attribute(metadata, "get")),
+            None => Ok(None),
         };
         Ok(Self {
             manifest,
-            map,
-            metadata,
+            namespace,
             label: OnceCell::new(),
-            images: OnceCell::new(),
-            totals: OnceCell::new(),
-            tolerations: OnceCell::new(),
-            security: RefCell::new(Vec::new()),
+            pods: ManifestPods::of(map),
         })
     }
 
-    /// Every issue `policy` finds, appended to `issues` (see [`evaluate_manifest`]).
-    pub(crate) fn evaluate_into(
-        &self,
+    /// Every issue `policy` finds, appended to `issues` (see [`evaluate_manifest`]); `answers`
+    /// caches what this manifest's pods say across regions, `texts` the policy's rendered
+    /// allowlists across manifests.
+    pub(crate) fn evaluate_into<'p>(
+        &'p self,
+        answers: &PodAnswers<'p>,
         policy: &JobValidationPolicy,
+        texts: &AllowlistTexts,
         issues: &mut Vec<AdmissionIssue>,
     ) -> Result<(), EvaluationError> {
         // The reference computes the label first: a truthy non-mapping metadata raises even
         // when validation is disabled.
-        let metadata = self.metadata.clone().map_err(EvaluationError::Manifest)?;
+        let namespace = self.namespace.clone().map_err(EvaluationError::Manifest)?;
         if !policy.validation_enabled {
             return Ok(());
         }
-        let map = self.map;
+        let pods = &self.pods;
         let mut push = |check: Check, message: String| {
             let label = self.label.get_or_init(|| {
                 // Cannot fail: the manifest is a mapping and its metadata was checked above.
@@ -261,33 +270,35 @@ impl<'a> PreparedManifest<'a> {
                 manifest: Some(label.clone()),
             });
         };
-        if let Some(message) = checks::check_kind(map, policy).map_err(EvaluationError::Manifest)? {
+        if let Some(message) =
+            checks::check_kind(pods.manifest(), policy, texts).map_err(EvaluationError::Manifest)?
+        {
             push(Check::Kind, message);
         }
-        let namespace = metadata.and_then(|m| m.get("namespace"));
         if let Some(message) =
-            checks::check_namespace(namespace, policy).map_err(EvaluationError::Manifest)?
+            checks::check_namespace(namespace, policy, texts).map_err(EvaluationError::Manifest)?
         {
             push(Check::Namespace, message);
         }
-        let steps = self.images.get_or_init(|| checks::image_steps(map));
+        let steps = answers.images.get_or_init(|| checks::image_steps(pods));
         if let Some(message) = checks::judge_image_steps(steps, policy) {
             push(Check::Images, non_empty(message, "untrusted image source"));
         }
-        let totals = self.totals.get_or_init(|| checks::resource_totals(map));
+        let totals = answers.totals.get_or_init(|| checks::totals_of(pods));
         if let Some(message) = checks::caps_message(totals, policy) {
             push(Check::ResourceCaps, message);
         }
-        if let Some(message) = self.security_message(policy) {
+        let security = answers.security.get_or_init(|| SecurityFindings::of(pods));
+        if let Some(message) = security.message(&policy.security) {
             push(
                 Check::SecurityContext,
                 non_empty(message, "security policy violation"),
             );
         }
         if policy.require_accelerator_toleration {
-            let outcome = self
+            let outcome = answers
                 .tolerations
-                .get_or_init(|| checks::check_tolerations(map));
+                .get_or_init(|| checks::tolerations_of(pods));
             match outcome {
                 Ok(Some(message)) => {
                     push(
@@ -301,17 +312,6 @@ impl<'a> PreparedManifest<'a> {
         }
         Ok(())
     }
-
-    /// The security check depends only on the eight flags: computed once per flag set.
-    fn security_message(&self, policy: &JobValidationPolicy) -> Option<String> {
-        let mut cache = self.security.borrow_mut();
-        if let Some((_, message)) = cache.iter().find(|(flags, _)| *flags == policy.security) {
-            return message.clone();
-        }
-        let message = checks::check_security_context(self.map, policy);
-        cache.push((policy.security, message.clone()));
-        message
-    }
 }
 
 fn non_empty(message: String, fallback: &str) -> String {
@@ -320,18 +320,6 @@ fn non_empty(message: String, fallback: &str) -> String {
     } else {
         message
     }
-}
-
-/// Every issue of every mapping manifest against one policy (non-mapping documents skipped).
-pub fn evaluate_manifests(
-    manifests: &[Value],
-    policy: &JobValidationPolicy,
-) -> Result<Vec<AdmissionIssue>, EvaluationError> {
-    let mut issues = Vec::new();
-    for manifest in manifests.iter().filter(|m| m.is_object()) {
-        evaluate_into(manifest, policy, &mut issues)?;
-    }
-    Ok(issues)
 }
 
 /// Why the server variant rejected a manifest: the message the manifest processor returns.
@@ -360,7 +348,7 @@ const SERVER_CAPPED_KINDS: [&str; 6] = [
     "TrainJob",
 ];
 
-/// The manifest processor's `validate_manifest` (the server gate, §2.7), for library consumers
+/// The manifest processor's `validate_manifest` (the server gate), for library consumers
 /// who embed the gate: first failure wins, in the server order — depth, required fields,
 /// `metadata.name`, namespace (absent ⇒ `default_namespace`, else `gco-jobs`), kind, caps (for
 /// workload kinds only), tolerations, security (prefixed), images. A malformed manifest gives
@@ -415,7 +403,7 @@ fn server_checks(
             py::type_name(manifest)
         )));
     };
-    let metadata = map.get("metadata").unwrap_or(&Value::Null);
+    let metadata = map.field("metadata").unwrap_or(&Value::Null);
     if !py::contains_str(metadata, "name")? {
         return Ok(Some("Missing metadata.name field".to_owned()));
     }
@@ -432,10 +420,10 @@ fn server_checks(
         py::push_list_repr(&mut message, allowed.iter());
         return Ok(Some(message));
     }
-    if let Some(message) = checks::check_kind(map, policy)? {
+    if let Some(message) = checks::check_kind(map, policy, &AllowlistTexts::default())? {
         return Ok(Some(message));
     }
-    let kind = map.get("kind").and_then(Value::as_str);
+    let kind = map.field("kind").and_then(Value::as_str);
     if kind.is_some_and(|k| SERVER_CAPPED_KINDS.contains(&k))
         && let Some(message) = checks::check_resource_caps(map, policy)
     {

@@ -1,5 +1,5 @@
 //! [`JobValidationPolicy`]: what one deployment enforces, built from a `GET /api/v1/policy`
-//! `policy` object with the reference's lenient coercions (`gco-admission.md` §1.7).
+//! `policy` object with the reference's lenient coercions.
 
 use std::sync::LazyLock;
 
@@ -20,7 +20,8 @@ pub const SECURITY_FLAG_NAMES: [&str; 8] = [
     "block_run_as_root",
 ];
 
-/// The eight `block_*` flags of `manifest_security_policy` (§1.8 defaults via [`Default`]).
+/// The eight `block_*` flags of `manifest_security_policy` (the shipped defaults via
+/// [`Default`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize)]
 pub struct SecurityFlags {
     /// Reject privileged containers and pod-level `privileged`.
@@ -104,7 +105,7 @@ impl PolicyDocumentError {
     }
 }
 
-/// Everything the admission checks need to know about one deployment (§1.7).
+/// Everything the admission checks need to know about one deployment.
 ///
 /// Collections keep the JSON values the document carried (normally strings) because the
 /// reference reads them leniently: `allowed_namespaces: "gco-jobs"` is the set of its
@@ -136,7 +137,7 @@ pub struct JobValidationPolicy {
 }
 
 impl JobValidationPolicy {
-    /// Builds the policy from a `policy` object (§1.3), exactly as the reference's
+    /// Builds the policy from a `policy` object, exactly as the reference's
     /// `from_policy_document` does: missing caps are `0`, caps go through Python `int()` (so
     /// `"4000m"` is a `ValueError`), collections through `frozenset()`/`sorted()`, booleans by
     /// truthiness, unknown security keys ignored.

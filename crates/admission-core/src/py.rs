@@ -2,7 +2,7 @@
 //! `float()`, equality, ordering and the exception texts the reference would raise.
 //!
 //! The reference implementation is Python and its observable behaviour (messages, which inputs
-//! are rejected, which raise) depends on these semantics; see `gco-admission.md` §7.
+//! are rejected, which raise) depends on these semantics.
 
 use std::cmp::Ordering;
 use std::fmt;
@@ -124,10 +124,41 @@ pub fn truthy(value: &Value) -> bool {
     }
 }
 
+/// Key lookup for the checks' hot path.
+///
+/// `serde_json` maps keep insertion order (an `IndexMap` behind `preserve_order`), so `get`
+/// hashes the key with SipHash on every call. The maps a manifest is made of are small
+/// (a container has a handful of keys), where comparing the keys in place is several times
+/// cheaper than hashing; large maps still use the index.
+pub(crate) trait Fields {
+    /// The value under `key`, like `get`.
+    fn field(&self, key: &str) -> Option<&Value>;
+}
+
+/// Up to this many entries a map is scanned rather than hashed.
+const SCAN_LIMIT: usize = 8;
+
+impl Fields for Map<String, Value> {
+    fn field(&self, key: &str) -> Option<&Value> {
+        if self.len() <= SCAN_LIMIT {
+            self.iter().find(|(k, _)| k.as_str() == key).map(|(_, v)| v)
+        } else {
+            self.get(key)
+        }
+    }
+}
+
+impl Fields for Value {
+    /// `Value::get` for a string key: `None` unless the value is an object.
+    fn field(&self, key: &str) -> Option<&Value> {
+        self.as_object().and_then(|map| map.field(key))
+    }
+}
+
 /// `value.get(key)` on something that must be a dict (`AttributeError` otherwise).
 pub(crate) fn get<'a>(value: &'a Value, key: &str) -> PyResult<Option<&'a Value>> {
     match value {
-        Value::Object(map) => Ok(map.get(key)),
+        Value::Object(map) => Ok(map.field(key)),
         other => Err(PythonError::no_attribute(other, "get")),
     }
 }
@@ -135,7 +166,7 @@ pub(crate) fn get<'a>(value: &'a Value, key: &str) -> PyResult<Option<&'a Value>
 /// `key in value` for a string `key`: dict key, list element, substring; `TypeError` otherwise.
 pub(crate) fn contains_str(value: &Value, key: &str) -> PyResult<bool> {
     match value {
-        Value::Object(map) => Ok(map.contains_key(key)),
+        Value::Object(map) => Ok(map.field(key).is_some()),
         Value::Array(items) => Ok(items.iter().any(|item| item.as_str() == Some(key))),
         Value::String(s) => Ok(s.contains(key)),
         other => Err(PythonError::type_error(format!(

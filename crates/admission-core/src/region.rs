@@ -1,13 +1,14 @@
-//! One region's policy read ([`RegionPolicy`]) and the per-region verdicts
-//! ([`region_verdicts`]) of `cli/job_policy.py` (`gco-admission.md` §3.1–§3.2).
+//! One region's policy read ([`RegionPolicy`]) and the shape of a per-region verdict
+//! ([`RegionVerdict`]) of `cli/job_policy.py`; the verdicts are
+//! computed in `judgement`.
 
 use serde::{Serialize, Serializer};
 use serde_json::{Map, Value};
 
 use crate::enforcement::{EnforcementCheck, EnforcementWarning, enforcement_warnings};
-use crate::evaluate::{AdmissionIssue, Check, EvaluationError, PreparedManifest};
+use crate::evaluate::{AdmissionIssue, Check};
 use crate::policy::{JobValidationPolicy, PolicyDocumentError};
-use crate::py::{self, PythonError};
+use crate::py;
 
 /// The reason given for a response body without a usable `policy` object.
 pub const NO_POLICY_REASON: &str = "the response carried no policy object";
@@ -133,7 +134,7 @@ impl RegionPolicy {
     /// Namespaces whose live ResourceQuota / LimitRange could not be read: sorted names whose
     /// `cluster_enforcement` entry is an object with `status` other than `"ok"` (namespaces
     /// missing from the map are not gaps). A non-object `cluster_enforcement` has no gaps here;
-    /// [`region_verdicts`] reports it as an error like the reference.
+    /// [`region_verdicts`](crate::region_verdicts) reports it as an error like the reference.
     pub fn enforcement_gaps(&self) -> Vec<String> {
         let Value::Object(entries) = &self.cluster_enforcement else {
             return Vec::new();
@@ -175,7 +176,8 @@ impl Verdict {
     }
 }
 
-/// Whether one region would admit the manifests, and why not (§4.2 payload shape).
+/// Whether one region would admit the manifests, and why not (an element of the reference CLI's
+/// `verdicts` payload).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct RegionVerdict {
     /// The region.
@@ -197,7 +199,7 @@ pub struct RegionVerdict {
 }
 
 /// Adds each readable region's [`enforcement_warnings`] to its verdict (`verdicts` and `policies`
-/// in the same region order, as [`region_verdicts`] returns them).
+/// in the same region order, as [`region_verdicts`](crate::region_verdicts) returns them).
 ///
 /// With `strict`, every warning becomes an issue too (check `limit_range` / `resource_quota`), so
 /// an `admit` with warnings turns into a `reject`; without it the verdict never changes, which
@@ -229,65 +231,9 @@ pub fn attach_enforcement_warnings(
     }
 }
 
-/// Judges `manifests` against each region's policy, in region order: `unknown` (with the read's
-/// reason) for an unreadable region, else `reject` if any mapping manifest has an issue, else
-/// `admit`, with the region's enforcement gaps.
-///
-/// Fails where the reference raises: a manifest the checks cannot evaluate, or a readable
-/// region whose `cluster_enforcement` is a non-empty non-object.
-pub fn region_verdicts(
-    manifests: &[Value],
-    policies: &[RegionPolicy],
-) -> Result<Vec<RegionVerdict>, EvaluationError> {
-    // Manifest-outer: each manifest is prepared once and judged against every readable region
-    // while its data is hot; issues stay in manifest order within each region.
-    let mut issues: Vec<Vec<AdmissionIssue>> = vec![Vec::new(); policies.len()];
-    for manifest in manifests.iter().filter(|m| m.is_object()) {
-        let prepared = PreparedManifest::new(manifest)?;
-        for (entry, found) in policies.iter().zip(issues.iter_mut()) {
-            if let Some(policy) = entry.readable_policy() {
-                prepared.evaluate_into(policy, found)?;
-            }
-        }
-    }
-    let mut verdicts = Vec::with_capacity(policies.len());
-    for (entry, issues) in policies.iter().zip(issues) {
-        if entry.readable_policy().is_none() {
-            verdicts.push(RegionVerdict {
-                region: entry.region.clone(),
-                verdict: Verdict::Unknown,
-                issues: Vec::new(),
-                reason: entry.reason.clone(),
-                enforcement_gaps: Vec::new(),
-                warnings: Vec::new(),
-            });
-            continue;
-        }
-        if !entry.cluster_enforcement.is_object() && py::truthy(&entry.cluster_enforcement) {
-            return Err(EvaluationError::ClusterEnforcement {
-                region: entry.region.clone(),
-                source: PythonError::no_attribute(&entry.cluster_enforcement, "items"),
-            });
-        }
-        verdicts.push(RegionVerdict {
-            region: entry.region.clone(),
-            verdict: if issues.is_empty() {
-                Verdict::Admit
-            } else {
-                Verdict::Reject
-            },
-            issues,
-            reason: None,
-            enforcement_gaps: entry.enforcement_gaps(),
-            warnings: Vec::new(),
-        });
-    }
-    Ok(verdicts)
-}
-
 /// A region-keyed map that keeps insertion order (serialized as a JSON object).
 #[derive(Debug, Clone, PartialEq, Default)]
-pub struct RegionMap<T>(pub Vec<(String, T)>);
+pub struct RegionMap<T>(Vec<(String, T)>);
 
 impl<T> RegionMap<T> {
     /// An empty map.
@@ -334,6 +280,7 @@ impl<T: Serialize> Serialize for RegionMap<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::region_verdicts;
     use serde_json::json;
 
     #[test]

@@ -5,19 +5,23 @@
 //! - every node of a manifest or a response body deleted, duplicated (an array element twice, an
 //!   object member wrapped in a list) or flipped to each other type, one at a time;
 //! - random stacks of such mutations with hostile values (quantities, Unicode digits, huge and
-//!   negative numbers, mixed-type lists), fuzzed with `arbtest` for a small time budget per run
-//!   (`ARBTEST_BUDGET_MS` raises it for a longer local session).
+//!   negative numbers, mixed-type lists), a property test (proptest, a bounded number of cases;
+//!   a failure is shrunk and its seed saved in `robustness.proptest-regressions`, replayed
+//!   first by every later run).
 //!
-//! Every crash found is kept below as an explicit regression case.
+//! Every crash found is kept below as an explicit regression case; the inputs the earlier
+//! fuzzer's seeds produced are kept whole in `robustness-regressions.json`.
 
 use std::path::PathBuf;
+use std::sync::LazyLock;
 
 use admission_core::{
     JobValidationPolicy, RegionPolicy, all_policy_drift, attach_enforcement_warnings,
-    ecr_augmentation, evaluate_manifest, evaluate_manifests, manifest_label, prefill_namespaces,
-    py_repr, region_verdicts, validate_manifest,
+    ecr_augmentation, evaluate_manifest, manifest_label, prefill_namespaces, py_repr,
+    region_verdicts, validate_manifest,
 };
-use arbitrary::Unstructured;
+use proptest::prelude::*;
+use proptest::sample::{Index, select};
 use serde_json::{Map, Value, json};
 
 /// The manifests and the region response bodies of the conformance cases.
@@ -53,6 +57,28 @@ fn seeds() -> Seeds {
     seeds
 }
 
+/// The multi-region path (each manifest prepared once, its answers shared between regions)
+/// finds exactly what judging each manifest against each policy alone finds.
+fn assert_verdicts_match_single_judgements(
+    verdicts: &[admission_core::RegionVerdict],
+    manifests: &[Value],
+    policies: &[RegionPolicy],
+) {
+    for (verdict, entry) in verdicts.iter().zip(policies) {
+        let Some(policy) = entry.readable_policy() else {
+            continue;
+        };
+        let mut alone = Vec::new();
+        for manifest in manifests.iter().filter(|m| m.is_object()) {
+            alone.extend(
+                evaluate_manifest(manifest, policy)
+                    .expect("region_verdicts judged it without error"),
+            );
+        }
+        assert_eq!(verdict.issues, alone, "region {}", entry.region);
+    }
+}
+
 /// Everything `jobcheck check` does with manifests and response bodies, results discarded: only
 /// a panic can fail.
 fn judge_everything(manifests: &[Value], bodies: &[Value]) {
@@ -71,10 +97,8 @@ fn judge_everything(manifests: &[Value], bodies: &[Value]) {
             let _ = validate_manifest(manifest, policy, Some("gco-jobs"));
         }
     }
-    for policy in policies.iter().filter_map(|p| p.policy.as_ref()) {
-        let _ = evaluate_manifests(&manifests, policy);
-    }
     if let Ok(mut verdicts) = region_verdicts(&manifests, &policies) {
+        assert_verdicts_match_single_judgements(&verdicts, &manifests, &policies);
         attach_enforcement_warnings(&mut verdicts, &manifests, &policies, true);
         serde_json::to_string(&verdicts).expect("verdicts serialize");
     }
@@ -268,139 +292,142 @@ fn every_node_deleted_duplicated_or_flipped_never_panics() {
     assert!(runs > 1000, "only {runs} mutations ran");
 }
 
-/// A hostile JSON value: quantities, Unicode digits, huge and negative numbers, the names the
-/// checks look for, nested lists and dicts of such values.
-fn hostile_value(u: &mut Unstructured<'_>, depth: u32) -> arbitrary::Result<Value> {
-    const STRINGS: &[&str] = &[
-        "",
-        "0",
-        "4000m",
-        "1e3",
-        "1Gi",
-        "1.5",
-        "-1",
-        "nan",
-        "inf",
-        " 7 ",
-        "1_000",
-        "١٢",
-        "Job",
-        "Pod",
-        "gco-jobs",
-        "docker.io",
-        "nvidia.com/gpu",
-        "Exists",
-        "Equal",
-        "NoSchedule",
-        "privileged",
-        "ALL",
-        "x/y",
-        "a:b@sha256:0",
-        "ok",
-        "Container",
-        "requests.cpu",
+/// Strings the checks look for or choke on.
+const STRINGS: &[&str] = &[
+    "",
+    "0",
+    "4000m",
+    "1e3",
+    "1Gi",
+    "1.5",
+    "-1",
+    "nan",
+    "inf",
+    " 7 ",
+    "1_000",
+    "١٢",
+    "Job",
+    "Pod",
+    "gco-jobs",
+    "docker.io",
+    "nvidia.com/gpu",
+    "Exists",
+    "Equal",
+    "NoSchedule",
+    "privileged",
+    "ALL",
+    "x/y",
+    "a:b@sha256:0",
+    "ok",
+    "Container",
+    "requests.cpu",
+];
+
+fn known_string() -> impl Strategy<Value = Value> {
+    select(STRINGS).prop_map(|s| json!(s))
+}
+
+/// A long list of mixed scalars: sorting it is where type mixes surface.
+fn mixed_list() -> impl Strategy<Value = Value> {
+    let item = prop_oneof![
+        (0..=9i64).prop_map(|n| json!(n)),
+        any::<bool>().prop_map(Value::Bool),
+        Just(Value::Null),
+        known_string(),
     ];
-    let choice: u8 = u.int_in_range(0..=10)?;
-    Ok(match choice {
-        0 => Value::Null,
-        1 => Value::Bool(u.arbitrary()?),
-        2 => json!(u.arbitrary::<i64>()?),
-        3 => json!(u.arbitrary::<u64>()?),
-        4 => serde_json::Number::from_f64(u.arbitrary::<f64>()?)
-            .map(Value::Number)
-            .unwrap_or(Value::Null),
-        5 | 6 => json!(*u.choose(STRINGS)?),
-        7 => Value::String(u.arbitrary::<String>()?),
-        // A long list of mixed scalars: sorting it is where type mixes surface.
-        10 => {
-            let len = u.int_in_range(16..=40)?;
-            Value::Array(
-                (0..len)
-                    .map(|_| {
-                        Ok(match u.int_in_range(0..=3)? {
-                            0 => json!(u.int_in_range(0..=9)?),
-                            1 => json!(u.arbitrary::<bool>()?),
-                            2 => Value::Null,
-                            _ => json!(*u.choose(STRINGS)?),
-                        })
-                    })
-                    .collect::<arbitrary::Result<_>>()?,
-            )
-        }
-        8 if depth < 3 => {
-            let len = u.int_in_range(0..=4)?;
-            Value::Array(
-                (0..len)
-                    .map(|_| hostile_value(u, depth + 1))
-                    .collect::<arbitrary::Result<_>>()?,
-            )
-        }
-        _ if depth < 3 => {
-            let len = u.int_in_range(0..=3)?;
-            let mut map = Map::new();
-            for _ in 0..len {
-                map.insert(
-                    (*u.choose(STRINGS)?).to_string(),
-                    hostile_value(u, depth + 1)?,
-                );
-            }
-            Value::Object(map)
-        }
-        _ => Value::Null,
+    prop::collection::vec(item, 16..=40).prop_map(Value::Array)
+}
+
+/// A hostile JSON value: quantities, Unicode digits, huge and negative numbers, the names the
+/// checks look for, nested lists and dicts of such values (three levels at most).
+fn hostile_value() -> impl Strategy<Value = Value> {
+    let leaf = prop_oneof![
+        1 => Just(Value::Null),
+        1 => any::<bool>().prop_map(Value::Bool),
+        1 => any::<i64>().prop_map(|n| json!(n)),
+        1 => any::<u64>().prop_map(|n| json!(n)),
+        1 => any::<f64>().prop_map(|f| {
+            serde_json::Number::from_f64(f)
+                .map(Value::Number)
+                .unwrap_or(Value::Null)
+        }),
+        2 => known_string(),
+        1 => any::<String>().prop_map(Value::String),
+        1 => mixed_list(),
+    ];
+    leaf.prop_recursive(3, 32, 4, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 0..=4).prop_map(Value::Array),
+            prop::collection::vec((select(STRINGS), inner), 0..=3).prop_map(|members| {
+                Value::Object(
+                    members
+                        .into_iter()
+                        .map(|(key, value)| (key.to_string(), value))
+                        .collect(),
+                )
+            }),
+        ]
     })
 }
 
-/// `seed` with a random stack of edits and hostile replacements at random nodes.
-fn mutate(u: &mut Unstructured<'_>, seed: &Value) -> arbitrary::Result<Value> {
+/// One step of a mutation stack: at the node `at` picks (among the value's nodes when the step
+/// runs), a hostile replacement or a structural edit.
+#[derive(Debug, Clone)]
+enum Mutation {
+    Replace(Index, Value),
+    Edit(Index, Edit),
+}
+
+fn mutation() -> impl Strategy<Value = Mutation> {
+    prop_oneof![
+        1 => (any::<Index>(), hostile_value()).prop_map(|(at, value)| Mutation::Replace(at, value)),
+        2 => (any::<Index>(), select(EDITS.to_vec())).prop_map(|(at, edit)| Mutation::Edit(at, edit)),
+    ]
+}
+
+/// `seed` with `mutations` applied in turn (a stack of one to six).
+fn mutate(seed: &Value, mutations: &[Mutation]) -> Value {
     let mut value = seed.clone();
-    for _ in 0..u.int_in_range(1..=6)? {
+    for mutation in mutations {
         let mut nodes = Vec::new();
         pointers(&value, String::new(), &mut nodes);
-        let Some(pointer) = (!nodes.is_empty())
-            .then(|| u.choose(&nodes))
-            .transpose()?
-            .cloned()
-        else {
+        if nodes.is_empty() {
             break;
-        };
-        if u.ratio(1, 3)? {
-            let replacement = hostile_value(u, 0)?;
-            if let Some(node) = value.pointer_mut(&pointer) {
-                *node = replacement;
+        }
+        match mutation {
+            Mutation::Replace(at, replacement) => {
+                if let Some(node) = value.pointer_mut(at.get(&nodes).as_str()) {
+                    *node = replacement.clone();
+                }
             }
-        } else {
-            value = edited(&value, &pointer, *u.choose(&EDITS)?);
+            Mutation::Edit(at, edit) => value = edited(&value, at.get(&nodes).as_str(), *edit),
         }
     }
-    Ok(value)
+    value
 }
 
-/// The fuzzing budget of one test run; `ARBTEST_BUDGET_MS` overrides it for a longer session and
-/// `ARBTEST_SEED` replays a failure's seed.
-const FUZZ_BUDGET_MS: u64 = 2_000;
+fn mutations() -> impl Strategy<Value = Vec<Mutation>> {
+    prop::collection::vec(mutation(), 1..=6)
+}
 
-fn fuzz(property: impl FnMut(&mut Unstructured<'_>) -> arbitrary::Result<()>) {
-    let test = arbtest::arbtest(property);
-    if std::env::var_os("ARBTEST_BUDGET_MS").is_none() {
-        test.budget_ms(FUZZ_BUDGET_MS).run();
+static SEEDS: LazyLock<Seeds> = LazyLock::new(seeds);
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 2048, ..ProptestConfig::default() })]
+
+    /// A mutated manifest judged against a mutated and an intact response body.
+    #[test]
+    fn fuzzed_manifests_and_policies_never_panic(
+        manifest in select(SEEDS.manifests.clone()),
+        manifest_mutations in mutations(),
+        body in select(SEEDS.bodies.clone()),
+        body_mutations in mutations(),
+        second in select(SEEDS.bodies.clone()),
+    ) {
+        let manifest = mutate(&manifest, &manifest_mutations);
+        let first = mutate(&body, &body_mutations);
+        judge_everything(&[manifest], &[first, second]);
     }
-}
-
-/// One fuzz case: a mutated manifest judged against a mutated and an intact response body.
-fn judge_mutated(u: &mut Unstructured<'_>, seeds: &Seeds) -> arbitrary::Result<()> {
-    let manifest = u.choose(&seeds.manifests)?;
-    let manifest = mutate(u, manifest)?;
-    let body = u.choose(&seeds.bodies)?;
-    let first = mutate(u, body)?;
-    let second = u.choose(&seeds.bodies)?.clone();
-    judge_everything(&[manifest], &[first, second]);
-    Ok(())
-}
-
-#[test]
-fn fuzzed_manifests_and_policies_never_panic() {
-    let seeds = seeds();
-    fuzz(|u| judge_mutated(u, &seeds));
 }
 
 /// Found by sorting random mixed lists: with 24 items Rust's sort detected the inconsistent
@@ -461,14 +488,17 @@ fn huge_replica_counts_saturate_instead_of_overflowing() {
     );
 }
 
-/// The seeds that found the crashes above, replayed (they reproduce those inputs only with this
-/// file's generator; the explicit cases above are the lasting regressions).
+/// The inputs the seeds of the earlier fuzzer (arbtest, seeds `0x7a4df65e00010000` and
+/// `0x1e21e2e400010000`) generated when they found the crashes above, kept whole.
 #[test]
-fn the_seeds_that_found_crashes_stay_fixed() {
-    let seeds = seeds();
-    for seed in [0x7a4d_f65e_0001_0000, 0x1e21_e2e4_0001_0000] {
-        arbtest::arbtest(|u| judge_mutated(u, &seeds))
-            .seed(seed)
-            .run();
+fn the_inputs_that_found_crashes_stay_fixed() {
+    let path = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/robustness-regressions.json");
+    let text = std::fs::read_to_string(path).expect("read robustness-regressions.json");
+    let cases: Vec<Value> = serde_json::from_str(&text).expect("JSON");
+    assert_eq!(cases.len(), 2);
+    for case in cases {
+        let manifests = case["manifests"].as_array().expect("manifests").clone();
+        let bodies = case["bodies"].as_array().expect("bodies").clone();
+        judge_everything(&manifests, &bodies);
     }
 }

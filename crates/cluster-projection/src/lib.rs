@@ -29,7 +29,7 @@ pub use model::{
 };
 pub use projection::{
     ProjectedObject, ProjectionError, ProjectionSummary, project, project_lazily, project_object,
-    project_owned, write_projection,
+    project_owned, project_split, write_projected, write_projection,
 };
 pub use read::{ReadError, read_cluster, read_cluster_blocking, read_with_client};
 pub use snapshot::{

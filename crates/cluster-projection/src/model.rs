@@ -197,6 +197,12 @@ impl WorkloadKind {
         format!("/apis/{}/{}", self.api_version(), self.plural())
     }
 
+    /// The kind spelled exactly as the API spells it (`Deployment`), as configuration files
+    /// name it; [`FromStr`] is the lenient form for command lines.
+    pub fn from_kind(kind: &str) -> Option<WorkloadKind> {
+        WorkloadKind::ALL.into_iter().find(|k| k.kind() == kind)
+    }
+
     /// The kind for an `(apiVersion, kind)` pair, if it is a workload kind this crate reads.
     pub fn from_type(api_version: &str, kind: &str) -> Option<WorkloadKind> {
         WorkloadKind::ALL
@@ -730,6 +736,19 @@ fn string_map(
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn workload_kinds_are_configured_by_their_exact_kind() {
+        assert_eq!(
+            WorkloadKind::from_kind("CronJob"),
+            Some(WorkloadKind::CronJob)
+        );
+        assert_eq!(WorkloadKind::from_kind("deployments"), None);
+        assert_eq!(
+            "deployments".parse::<WorkloadKind>().ok(),
+            Some(WorkloadKind::Deployment)
+        );
+    }
 
     #[test]
     fn normalize_fills_type_first_and_drops_managed_fields() {

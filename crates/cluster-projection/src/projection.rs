@@ -210,7 +210,7 @@ fn names(state: &ClusterState) -> Vec<(String, &RawObject)> {
     out
 }
 
-fn check_unique(names: &[(String, &RawObject)]) -> Result<(), ProjectionError> {
+fn check_unique<T>(names: &[(String, T)]) -> Result<(), ProjectionError> {
     let mut seen = BTreeSet::new();
     for (name, _) in names {
         if !seen.insert(name.as_str()) {
@@ -241,6 +241,28 @@ pub fn project_lazily(
     }))
 }
 
+/// The projection of `state` split as an engine reviews it: the policy side (templates,
+/// Constraints, Namespaces) projected at once, and the workloads projected one at a time when the
+/// iterator reaches them. Pure; fails like [`project`] when two objects would share a file name.
+pub fn project_split(
+    state: &ClusterState,
+) -> Result<(Vec<Value>, impl Iterator<Item = Value> + Send + '_), ProjectionError> {
+    check_unique(&names(state))?;
+    let policy = state
+        .templates
+        .iter()
+        .map(|t| &t.raw)
+        .chain(state.constraints.iter().map(|c| &c.raw))
+        .chain(state.namespaces.iter().map(|n| &n.raw))
+        .map(|raw| project_owned(raw.to_value()))
+        .collect();
+    let workloads = state
+        .workloads
+        .iter()
+        .map(|w| project_owned(w.raw.to_value()));
+    Ok((policy, workloads))
+}
+
 /// Writes the projection of `state` to `<work_dir>/in/` (created when missing), after removing
 /// what the previous run wrote; fails without touching anything when `<work_dir>/in` holds other
 /// entries.
@@ -248,16 +270,34 @@ pub fn write_projection(
     state: &ClusterState,
     work_dir: &Path,
 ) -> Result<ProjectionSummary, ProjectionError> {
+    write_projected(work_dir, project_lazily(state)?.map(|p| p.object))
+}
+
+/// Writes objects that are already projected (see [`project_object`]) to `<work_dir>/in/`, one
+/// file each, named by [`file_name`], as [`write_projection`] does: the previous run's files are
+/// removed first, nothing is touched when `<work_dir>/in` holds other entries or two objects
+/// share a file name. This is how `gator` gets its input.
+pub fn write_projected(
+    work_dir: &Path,
+    objects: impl IntoIterator<Item = Value>,
+) -> Result<ProjectionSummary, ProjectionError> {
     let dir = work_dir.join("in");
     refuse_symlink(work_dir)?;
     refuse_symlink(&dir)?;
+    let files: Vec<(String, Vec<u8>)> = objects
+        .into_iter()
+        .map(|object| {
+            let mut text = object.to_string().into_bytes();
+            text.push(b'\n');
+            (file_name(&object), text)
+        })
+        .collect();
+    check_unique(&files)?;
     std::fs::create_dir_all(&dir).map_err(io("creating", &dir))?;
-    let names = names(state);
-    check_unique(&names)?;
 
     let removed = clear_previous(&dir)?;
 
-    let mut listed: Vec<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
+    let mut listed: Vec<&str> = files.iter().map(|(n, _)| n.as_str()).collect();
     listed.sort_unstable();
     let mut manifest =
         String::from("# written by cluster-projection: the next projection removes these files\n");
@@ -268,10 +308,10 @@ pub fn write_projection(
     let manifest_path = dir.join(MANIFEST);
     create_new(&manifest_path, manifest.as_bytes())?;
 
-    write_files(&dir, &names)?;
+    write_files(&dir, &files)?;
     Ok(ProjectionSummary {
         dir,
-        written: names.len(),
+        written: files.len(),
         removed,
     })
 }
@@ -348,10 +388,10 @@ fn create_new(path: &Path, contents: &[u8]) -> Result<(), ProjectionError> {
     file.write_all(contents).map_err(io("writing", path))
 }
 
-/// Writes the files on two threads (the work is serializing and file creation).
-fn write_files(dir: &Path, names: &[(String, &RawObject)]) -> Result<(), ProjectionError> {
-    let half = names.len().div_ceil(2);
-    let (first, second) = names.split_at(half);
+/// Writes the files on two threads (the work is file creation).
+fn write_files(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), ProjectionError> {
+    let half = files.len().div_ceil(2);
+    let (first, second) = files.split_at(half);
     std::thread::scope(|scope| {
         let other = scope.spawn(|| write_some(dir, second));
         let mine = write_some(dir, first);
@@ -366,15 +406,9 @@ fn write_files(dir: &Path, names: &[(String, &RawObject)]) -> Result<(), Project
     })
 }
 
-fn write_some(dir: &Path, names: &[(String, &RawObject)]) -> Result<(), ProjectionError> {
-    let mut buffer = Vec::with_capacity(16 * 1024);
-    for (name, raw) in names {
-        let object = project_owned(raw.to_value());
-        buffer.clear();
-        serde_json::to_writer(&mut buffer, &object)
-            .map_err(|e| io("serializing", &dir.join(name))(std::io::Error::other(e)))?;
-        buffer.push(b'\n');
-        create_new(&dir.join(name), &buffer)?;
+fn write_some(dir: &Path, files: &[(String, Vec<u8>)]) -> Result<(), ProjectionError> {
+    for (name, text) in files {
+        create_new(&dir.join(name), text)?;
     }
     Ok(())
 }

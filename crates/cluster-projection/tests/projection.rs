@@ -4,10 +4,10 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-use cluster_projection::projection::MANIFEST;
+use cluster_projection::projection::{MANIFEST, file_name};
 use cluster_projection::{
-    ClusterState, ProjectionError, ReadSpec, WorkloadKind, project, project_lazily, read_snapshot,
-    write_projection,
+    ClusterState, ProjectionError, ReadSpec, WorkloadKind, project, project_lazily, project_split,
+    read_snapshot, write_projected, write_projection,
 };
 use serde_json::Value;
 
@@ -68,6 +68,22 @@ fn projection_golden_files() {
             object.file_name
         );
     }
+
+    // Split for a review: the policy side and the workloads, the same objects.
+    let (policy, workloads) = project_split(&state).expect("split");
+    assert_eq!(policy.len(), 2 + 3 + 4);
+    let split: BTreeMap<String, Value> = policy
+        .into_iter()
+        .chain(workloads)
+        .map(|object| (file_name(&object), object))
+        .collect();
+    assert_eq!(split, files);
+
+    // Written from the objects, the directory holds the same files.
+    let again = tempfile::tempdir().unwrap();
+    let summary = write_projected(again.path(), split.into_values()).expect("write objects");
+    assert_eq!(summary.written, files.len());
+    assert_eq!(listing(&again.path().join("in")), names);
 }
 
 #[test]
@@ -181,7 +197,8 @@ fn two_objects_with_one_file_name_fail_before_anything_is_projected() {
         &state.workloads[0].namespace,
         &state.workloads[0].name,
     );
-    for error in [project(&state).err(), project_lazily(&state).err()] {
+    let split = project_split(&state).err();
+    for error in [project(&state).err(), project_lazily(&state).err(), split] {
         match error {
             Some(ProjectionError::Collision { file }) => assert_eq!(file, expected),
             other => panic!("expected a collision, got {other:?}"),

@@ -6,13 +6,19 @@
 //! `audit.tolerance.relative`, ...). Durations are validated at this edge, with a maximum per key,
 //! so nothing downstream adds an absurd duration to a clock. [`Settings::from_env`] reads the
 //! environment through an injectable lookup, so tests never touch the process environment.
+//!
+//! Sections owned by other crates are deserialized as those crates define them and checked by
+//! their rules: `engine` and `gator` are `gator_runner`'s [`EngineKind`] and [`GatorConfig`] (the
+//! pin's rules live there), `workloadKinds` are `cluster_projection`'s [`WorkloadKind`]s, routes
+//! are `team_routing`'s. Validation runs one section at a time ([`Config::validate`]).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::fmt;
 use std::path::Path;
 use std::time::Duration;
 
 use bounded_input::{NestingError, YAML_MAX_DEPTH};
+use cluster_projection::WorkloadKind;
+pub use gator_runner::{EngineKind, GatorConfig};
 use regex::Regex;
 use report_sinks::{LokiAuth, Redactor};
 use secrecy::{ExposeSecret, SecretString};
@@ -26,16 +32,6 @@ pub const SILENCED_TEAM: &str = team_routing::SILENCED;
 
 /// The Loki `job` label used when the config gives none.
 pub const DEFAULT_LOKI_JOB: &str = "gatekeeper-workload-report";
-
-/// Workload kinds the report may count.
-pub const KNOWN_WORKLOAD_KINDS: &[&str] = &[
-    "Deployment",
-    "StatefulSet",
-    "DaemonSet",
-    "ReplicaSet",
-    "Job",
-    "CronJob",
-];
 
 /// The largest config file read.
 pub const MAX_CONFIG_BYTES: u64 = 1 << 20;
@@ -60,6 +56,10 @@ pub enum ConfigError {
     /// serde error is part of the text, not a separate cause, so it is printed once.
     #[error("config: {0}")]
     Parse(serde_yaml::Error),
+    /// The `gator` section breaks a rule of `gator_runner` (the text starts with the key). Shown
+    /// as part of the text, not as a separate cause, so it is printed once.
+    #[error("config: {0}")]
+    Gator(gator_runner::ConfigError),
     /// A value is present but invalid.
     #[error("config: {key}: {message}")]
     Invalid {
@@ -77,45 +77,6 @@ fn invalid(key: impl Into<String>, message: impl Into<String>) -> ConfigError {
     }
 }
 
-/// Which engine evaluates the projection.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum EngineChoice {
-    /// The embedded engine (no subprocess, no download).
-    Embedded,
-    /// The pinned `gator` binary.
-    Gator,
-    /// Both; any difference between them skips the run.
-    Both,
-}
-
-impl EngineChoice {
-    /// The lower-case name used in the config and on the command line.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            EngineChoice::Embedded => "embedded",
-            EngineChoice::Gator => "gator",
-            EngineChoice::Both => "both",
-        }
-    }
-
-    /// Parses `embedded`, `gator` or `both`.
-    pub fn parse(text: &str) -> Option<EngineChoice> {
-        match text {
-            "embedded" => Some(EngineChoice::Embedded),
-            "gator" => Some(EngineChoice::Gator),
-            "both" => Some(EngineChoice::Both),
-            _ => None,
-        }
-    }
-}
-
-impl fmt::Display for EngineChoice {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
 /// One team and the namespace globs it owns, in config order.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TeamConfig {
@@ -125,7 +86,8 @@ pub struct TeamConfig {
     pub namespaces: Vec<String>,
 }
 
-/// Where and how run lines are pushed to Loki.
+/// The `loki` section: where run lines are pushed and how they are labelled (the environment
+/// adds the credentials; together they make `report_sinks::LokiEndpoint`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LokiConfig {
     /// Base URL (`{url}/loki/api/v1/push` is posted); `None` disables the push.
@@ -134,21 +96,6 @@ pub struct LokiConfig {
     pub job: String,
     /// The tenant, sent as `X-Scope-OrgID`.
     pub tenant: Option<String>,
-}
-
-/// The pinned gator release (all of `version`, `url`, `sha256`, or none) and/or a local binary.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct GatorConfig {
-    /// The release version, e.g. `v3.22.0`.
-    pub version: Option<String>,
-    /// The tarball URL (contains `version`).
-    pub url: Option<String>,
-    /// The tarball's sha256, lower-case hex.
-    pub sha256: Option<String>,
-    /// An installed binary to use instead of downloading.
-    pub path: Option<String>,
-    /// gator's `--enable-k8s-native-validation`; unset = the runner's default.
-    pub k8s_native_validation: Option<bool>,
 }
 
 /// The audit cross-check's tolerance: agreement iff `|engine - audit| <= max(absolute, relative * audit)`.
@@ -215,7 +162,7 @@ pub struct Config {
     /// The Constraint kinds the report covers (its rules), in config order.
     pub constraint_kinds: Vec<String>,
     /// The workload kinds counted.
-    pub workload_kinds: Vec<String>,
+    pub workload_kinds: Vec<WorkloadKind>,
     /// How many names a digest shows per rule before `+N more`.
     pub max_names_per_rule: usize,
     /// The cap of one Slack message in characters.
@@ -229,8 +176,8 @@ pub struct Config {
     /// Loki settings.
     pub loki: LokiConfig,
     /// The engine.
-    pub engine: EngineChoice,
-    /// The pinned gator, when configured.
+    pub engine: EngineKind,
+    /// The `gator` section (pin and/or local binary), when configured; its pin is valid.
     pub gator: Option<GatorConfig>,
     /// Audit cross-check settings.
     pub audit: AuditConfig,
@@ -254,8 +201,8 @@ struct RawConfig {
     dashboard_url: Option<String>,
     readme_url: Option<String>,
     loki: Option<RawLoki>,
-    engine: Option<EngineChoice>,
-    gator: Option<RawGator>,
+    engine: Option<EngineKind>,
+    gator: Option<GatorConfig>,
     audit: Option<RawAudit>,
     categories: Option<BTreeMap<String, Vec<RawCategory>>>,
     timeouts: Option<RawTimeouts>,
@@ -276,25 +223,14 @@ struct RawLoki {
     tenant: Option<String>,
 }
 
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-#[serde(rename_all = "camelCase")]
-struct RawGator {
-    version: Option<String>,
-    url: Option<String>,
-    sha256: Option<String>,
-    path: Option<String>,
-    k8s_native_validation: Option<bool>,
-}
-
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct RawAudit {
     fresh_after: Option<String>,
     tolerance: Option<RawTolerance>,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawTolerance {
     absolute: Option<i64>,
@@ -308,7 +244,7 @@ struct RawCategory {
     pattern: String,
 }
 
-#[derive(Deserialize)]
+#[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct RawTimeouts {
     api: Option<String>,
@@ -427,6 +363,188 @@ fn routing_error(teams: &[TeamConfig], error: RoutingError) -> ConfigError {
     invalid(key, message)
 }
 
+/// `teams` and `defaultTeam` as a route table (`team_routing`'s rules; errors name the key).
+fn routes(teams: &[TeamConfig], default_team: &str) -> Result<Routes, ConfigError> {
+    let specs = teams
+        .iter()
+        .map(|t| TeamSpec::new(t.name.clone(), t.namespaces.clone()))
+        .collect();
+    Routes::new(specs, default_team.to_string()).map_err(|e| routing_error(teams, e))
+}
+
+/// `constraintKinds`: at least one, each a kind name, no repeats; returns them as a set.
+fn constraint_kinds(kinds: &[String]) -> Result<BTreeSet<String>, ConfigError> {
+    if kinds.is_empty() {
+        return Err(invalid(
+            "constraintKinds",
+            "must list at least one Constraint kind",
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for (i, kind) in kinds.iter().enumerate() {
+        let valid = kind.chars().next().is_some_and(|c| c.is_ascii_uppercase())
+            && kind.chars().all(|c| c.is_ascii_alphanumeric());
+        if !valid {
+            return Err(invalid(
+                format!("constraintKinds[{i}]"),
+                format!("{kind:?} is not a Constraint kind"),
+            ));
+        }
+        if !seen.insert(kind.clone()) {
+            return Err(invalid(
+                format!("constraintKinds[{i}]"),
+                format!("duplicate kind {kind:?}"),
+            ));
+        }
+    }
+    Ok(seen)
+}
+
+/// `workloadKinds`, each spelled as the API spells it: Deployments and StatefulSets when absent.
+fn workload_kinds(kinds: Option<Vec<String>>) -> Result<Vec<WorkloadKind>, ConfigError> {
+    let Some(kinds) = kinds else {
+        return Ok(WorkloadKind::DEFAULT.to_vec());
+    };
+    if kinds.is_empty() {
+        return Err(invalid("workloadKinds", "must list at least one kind"));
+    }
+    let known = || {
+        let names: Vec<&str> = WorkloadKind::ALL.iter().map(|k| k.kind()).collect();
+        names.join(", ")
+    };
+    kinds
+        .iter()
+        .enumerate()
+        .map(|(i, kind)| {
+            WorkloadKind::from_kind(kind).ok_or_else(|| {
+                invalid(
+                    format!("workloadKinds[{i}]"),
+                    format!("{kind:?} is not one of {}", known()),
+                )
+            })
+        })
+        .collect()
+}
+
+/// A count key: `default` when absent, else at least `min`.
+fn at_least(key: &str, value: Option<i64>, min: i64, default: usize) -> Result<usize, ConfigError> {
+    match value {
+        None => Ok(default),
+        Some(n) if n >= min => {
+            usize::try_from(n).map_err(|_| invalid(key, format!("{n} is too large")))
+        }
+        Some(n) => Err(invalid(key, format!("{n} must be at least {min}"))),
+    }
+}
+
+/// The `loki` section: an http(s) URL when given, a non-empty job, a tenant when not empty.
+fn loki(raw: Option<RawLoki>) -> Result<LokiConfig, ConfigError> {
+    let Some(raw) = raw else {
+        return Ok(LokiConfig {
+            url: None,
+            job: DEFAULT_LOKI_JOB.into(),
+            tenant: None,
+        });
+    };
+    if let Some(url) = &raw.url {
+        check_http_url("loki.url", url)?;
+    }
+    let job = raw.job.unwrap_or_else(|| DEFAULT_LOKI_JOB.into());
+    if job.trim().is_empty() {
+        return Err(invalid("loki.job", "must not be empty"));
+    }
+    Ok(LokiConfig {
+        url: raw.url,
+        job,
+        tenant: raw.tenant.filter(|t| !t.is_empty()),
+    })
+}
+
+/// The `audit` section: `freshAfter` (0s allowed) and the tolerance.
+fn audit(raw: RawAudit) -> Result<AuditConfig, ConfigError> {
+    let fresh_after = duration_key(
+        "audit.freshAfter",
+        raw.fresh_after,
+        Duration::from_secs(600),
+        MAX_FRESH_AFTER,
+        true,
+    )?;
+    let tolerance = raw.tolerance.unwrap_or_default();
+    let absolute = match tolerance.absolute {
+        None => 5,
+        Some(n) => u64::try_from(n).map_err(|_| {
+            invalid(
+                "audit.tolerance.absolute",
+                format!("{n} must not be negative"),
+            )
+        })?,
+    };
+    let relative = match tolerance.relative {
+        None => 0.10,
+        Some(r) if (0.0..=1.0).contains(&r) => r,
+        Some(r) => {
+            return Err(invalid(
+                "audit.tolerance.relative",
+                format!("{r} must be between 0 and 1"),
+            ));
+        }
+    };
+    Ok(AuditConfig {
+        fresh_after,
+        tolerance: Tolerance { absolute, relative },
+    })
+}
+
+/// The `categories` section: per configured rule, named patterns that compile.
+fn categories(
+    raw: BTreeMap<String, Vec<RawCategory>>,
+    kinds: &BTreeSet<String>,
+) -> Result<BTreeMap<String, Vec<Category>>, ConfigError> {
+    let mut categories = BTreeMap::new();
+    for (rule, list) in raw {
+        if !kinds.contains(&rule) {
+            return Err(invalid(
+                format!("categories.{rule}"),
+                "is not one of constraintKinds",
+            ));
+        }
+        let mut compiled: Vec<Category> = Vec::new();
+        for (i, category) in list.into_iter().enumerate() {
+            let key = format!("categories.{rule}[{i}]");
+            if category.name.trim().is_empty() || category.name == "other" {
+                return Err(invalid(
+                    format!("{key}.name"),
+                    "must be a non-empty name other than \"other\"",
+                ));
+            }
+            if compiled.iter().any(|c| c.name == category.name) {
+                return Err(invalid(
+                    format!("{key}.name"),
+                    format!("duplicate category {:?}", category.name),
+                ));
+            }
+            let pattern = Regex::new(&category.pattern)
+                .map_err(|e| invalid(format!("{key}.pattern"), format!("invalid regex: {e}")))?;
+            compiled.push(Category {
+                name: category.name,
+                pattern,
+            });
+        }
+        categories.insert(rule, compiled);
+    }
+    Ok(categories)
+}
+
+/// The `timeouts` section: each positive and at most [`MAX_TIMEOUT`].
+fn timeouts(raw: RawTimeouts) -> Result<Timeouts, ConfigError> {
+    let timeout = |key, text, default| duration_key(key, text, default, MAX_TIMEOUT, false);
+    Ok(Timeouts {
+        api: timeout("timeouts.api", raw.api, Duration::from_secs(30))?,
+        post: timeout("timeouts.post", raw.post, Duration::from_secs(10))?,
+        engine: timeout("timeouts.engine", raw.engine, Duration::from_secs(600))?,
+    })
+}
+
 impl Config {
     /// Reads and validates the config file at `path` (a regular file of at most
     /// [`MAX_CONFIG_BYTES`]; a FIFO or a device is refused at once).
@@ -444,263 +562,54 @@ impl Config {
         Config::validate(raw)
     }
 
+    /// Checks every section in turn; the first error names its key.
     fn validate(raw: RawConfig) -> Result<Config, ConfigError> {
         if raw.cluster.trim().is_empty() {
             return Err(invalid("cluster", "must not be empty"));
         }
-        let mut teams = Vec::new();
-        for team in raw.teams {
-            teams.push(TeamConfig {
-                name: team.name,
-                namespaces: team.namespaces,
-            });
-        }
-        let specs = teams
-            .iter()
-            .map(|t| TeamSpec::new(t.name.clone(), t.namespaces.clone()))
+        let teams: Vec<TeamConfig> = raw
+            .teams
+            .into_iter()
+            .map(|t| TeamConfig {
+                name: t.name,
+                namespaces: t.namespaces,
+            })
             .collect();
-        let routes =
-            Routes::new(specs, raw.default_team.clone()).map_err(|e| routing_error(&teams, e))?;
-        if raw.constraint_kinds.is_empty() {
-            return Err(invalid(
-                "constraintKinds",
-                "must list at least one Constraint kind",
-            ));
-        }
-        let mut kinds = BTreeSet::new();
-        for (i, kind) in raw.constraint_kinds.iter().enumerate() {
-            let valid = kind.chars().next().is_some_and(|c| c.is_ascii_uppercase())
-                && kind.chars().all(|c| c.is_ascii_alphanumeric());
-            if !valid {
-                return Err(invalid(
-                    format!("constraintKinds[{i}]"),
-                    format!("{kind:?} is not a Constraint kind"),
-                ));
-            }
-            if !kinds.insert(kind.clone()) {
-                return Err(invalid(
-                    format!("constraintKinds[{i}]"),
-                    format!("duplicate kind {kind:?}"),
-                ));
+        let routes = routes(&teams, &raw.default_team)?;
+        let kinds = constraint_kinds(&raw.constraint_kinds)?;
+        for (key, url) in [
+            ("dashboardUrl", &raw.dashboard_url),
+            ("readmeUrl", &raw.readme_url),
+        ] {
+            if let Some(url) = url {
+                check_http_url(key, url)?;
             }
         }
-        let workload_kinds = raw
-            .workload_kinds
-            .unwrap_or_else(|| vec!["Deployment".into(), "StatefulSet".into()]);
-        if workload_kinds.is_empty() {
-            return Err(invalid("workloadKinds", "must list at least one kind"));
-        }
-        for (i, kind) in workload_kinds.iter().enumerate() {
-            if !KNOWN_WORKLOAD_KINDS.contains(&kind.as_str()) {
-                return Err(invalid(
-                    format!("workloadKinds[{i}]"),
-                    format!("{kind:?} is not one of {}", KNOWN_WORKLOAD_KINDS.join(", ")),
-                ));
-            }
-        }
-        let max_names_per_rule = match raw.max_names_per_rule {
-            None => 10,
-            Some(n) if n >= 1 => n as usize,
-            Some(n) => {
-                return Err(invalid(
-                    "maxNamesPerRule",
-                    format!("{n} must be at least 1"),
-                ));
-            }
-        };
-        let max_message_chars = match raw.max_message_chars {
-            None => 12_000,
-            Some(n) if n >= 500 => n as usize,
-            Some(n) => {
-                return Err(invalid(
-                    "maxMessageChars",
-                    format!("{n} must be at least 500"),
-                ));
-            }
-        };
-        if let Some(url) = &raw.dashboard_url {
-            check_http_url("dashboardUrl", url)?;
-        }
-        if let Some(url) = &raw.readme_url {
-            check_http_url("readmeUrl", url)?;
-        }
-        let loki = match raw.loki {
-            None => LokiConfig {
-                url: None,
-                job: DEFAULT_LOKI_JOB.into(),
-                tenant: None,
-            },
-            Some(loki) => {
-                if let Some(url) = &loki.url {
-                    check_http_url("loki.url", url)?;
-                }
-                let job = loki.job.unwrap_or_else(|| DEFAULT_LOKI_JOB.into());
-                if job.trim().is_empty() {
-                    return Err(invalid("loki.job", "must not be empty"));
-                }
-                LokiConfig {
-                    url: loki.url,
-                    job,
-                    tenant: loki.tenant.filter(|t| !t.is_empty()),
-                }
-            }
-        };
-        let engine = raw.engine.unwrap_or(EngineChoice::Embedded);
         let gator = match raw.gator {
+            Some(gator) => {
+                gator.pin().map_err(ConfigError::Gator)?;
+                Some(gator)
+            }
             None => None,
-            Some(g) => {
-                match (&g.version, &g.url, &g.sha256) {
-                    (None, None, None) => {}
-                    (Some(version), Some(url), Some(sha256)) => {
-                        if version.trim().is_empty() {
-                            return Err(invalid("gator.version", "must not be empty"));
-                        }
-                        check_http_url("gator.url", url)?;
-                        if !url.contains(version.as_str()) {
-                            return Err(invalid(
-                                "gator.url",
-                                format!("must contain gator.version {version:?}"),
-                            ));
-                        }
-                        if sha256.len() != 64
-                            || !sha256
-                                .chars()
-                                .all(|c| c.is_ascii_digit() || ('a'..='f').contains(&c))
-                        {
-                            return Err(invalid(
-                                "gator.sha256",
-                                "must be 64 lower-case hex digits",
-                            ));
-                        }
-                    }
-                    (version, url, _) => {
-                        let missing = if version.is_none() {
-                            "version"
-                        } else if url.is_none() {
-                            "url"
-                        } else {
-                            "sha256"
-                        };
-                        return Err(invalid(
-                            format!("gator.{missing}"),
-                            "is required with the other pin keys (version, url, sha256)",
-                        ));
-                    }
-                }
-                Some(GatorConfig {
-                    version: g.version,
-                    url: g.url,
-                    sha256: g.sha256,
-                    path: g.path.filter(|p| !p.is_empty()),
-                    k8s_native_validation: g.k8s_native_validation,
-                })
-            }
-        };
-        let audit = {
-            let raw_audit = raw.audit.unwrap_or(RawAudit {
-                fresh_after: None,
-                tolerance: None,
-            });
-            let fresh_after = duration_key(
-                "audit.freshAfter",
-                raw_audit.fresh_after,
-                Duration::from_secs(600),
-                MAX_FRESH_AFTER,
-                true,
-            )?;
-            let tolerance = raw_audit.tolerance.unwrap_or(RawTolerance {
-                absolute: None,
-                relative: None,
-            });
-            let absolute = match tolerance.absolute {
-                None => 5,
-                Some(n) if n >= 0 => n as u64,
-                Some(n) => {
-                    return Err(invalid(
-                        "audit.tolerance.absolute",
-                        format!("{n} must not be negative"),
-                    ));
-                }
-            };
-            let relative = match tolerance.relative {
-                None => 0.10,
-                Some(r) if (0.0..=1.0).contains(&r) => r,
-                Some(r) => {
-                    return Err(invalid(
-                        "audit.tolerance.relative",
-                        format!("{r} must be between 0 and 1"),
-                    ));
-                }
-            };
-            AuditConfig {
-                fresh_after,
-                tolerance: Tolerance { absolute, relative },
-            }
-        };
-        let mut categories = BTreeMap::new();
-        for (rule, list) in raw.categories.unwrap_or_default() {
-            if !kinds.contains(&rule) {
-                return Err(invalid(
-                    format!("categories.{rule}"),
-                    "is not one of constraintKinds",
-                ));
-            }
-            let mut compiled: Vec<Category> = Vec::new();
-            for (i, category) in list.into_iter().enumerate() {
-                let key = format!("categories.{rule}[{i}]");
-                if category.name.trim().is_empty() || category.name == "other" {
-                    return Err(invalid(
-                        format!("{key}.name"),
-                        "must be a non-empty name other than \"other\"",
-                    ));
-                }
-                if compiled.iter().any(|c| c.name == category.name) {
-                    return Err(invalid(
-                        format!("{key}.name"),
-                        format!("duplicate category {:?}", category.name),
-                    ));
-                }
-                let pattern = Regex::new(&category.pattern).map_err(|e| {
-                    invalid(format!("{key}.pattern"), format!("invalid regex: {e}"))
-                })?;
-                compiled.push(Category {
-                    name: category.name,
-                    pattern,
-                });
-            }
-            categories.insert(rule, compiled);
-        }
-        let timeouts = {
-            let raw_t = raw.timeouts.unwrap_or(RawTimeouts {
-                api: None,
-                post: None,
-                engine: None,
-            });
-            let timeout = |key, text, default| duration_key(key, text, default, MAX_TIMEOUT, false);
-            Timeouts {
-                api: timeout("timeouts.api", raw_t.api, Duration::from_secs(30))?,
-                post: timeout("timeouts.post", raw_t.post, Duration::from_secs(10))?,
-                engine: timeout("timeouts.engine", raw_t.engine, Duration::from_secs(600))?,
-            }
         };
         Ok(Config {
             cluster: raw.cluster,
             default_team: raw.default_team,
             teams,
             routes,
-            constraint_kinds: raw.constraint_kinds,
-            workload_kinds,
-            max_names_per_rule,
-            max_message_chars,
+            workload_kinds: workload_kinds(raw.workload_kinds)?,
+            max_names_per_rule: at_least("maxNamesPerRule", raw.max_names_per_rule, 1, 10)?,
+            max_message_chars: at_least("maxMessageChars", raw.max_message_chars, 500, 12_000)?,
             post_when_clean: raw.post_when_clean.unwrap_or(false),
             dashboard_url: raw.dashboard_url,
             readme_url: raw.readme_url,
-            loki,
-            engine,
+            loki: loki(raw.loki)?,
+            engine: raw.engine.unwrap_or_default(),
             gator,
-            audit,
-            categories,
-            timeouts,
+            audit: audit(raw.audit.unwrap_or_default())?,
+            categories: categories(raw.categories.unwrap_or_default(), &kinds)?,
+            timeouts: timeouts(raw.timeouts.unwrap_or_default())?,
+            constraint_kinds: raw.constraint_kinds,
         })
     }
 
@@ -900,10 +809,10 @@ mod tests {
     #[test]
     fn minimal_config_gets_the_documented_defaults() {
         let config = Config::from_yaml(MINIMAL).unwrap();
-        assert_eq!(config.workload_kinds, ["Deployment", "StatefulSet"]);
+        assert_eq!(config.workload_kinds, WorkloadKind::DEFAULT);
         assert_eq!(config.max_names_per_rule, 10);
         assert!(!config.post_when_clean);
-        assert_eq!(config.engine, EngineChoice::Embedded);
+        assert_eq!(config.engine, EngineKind::Embedded);
         assert_eq!(config.audit.fresh_after, Duration::from_secs(600));
         assert_eq!(
             config.audit.tolerance,

@@ -93,7 +93,10 @@ pub fn count(config: &Config, results: &[Finding]) -> BTreeMap<String, TeamRepor
         let Some(namespace) = result.namespace.as_deref() else {
             continue;
         };
-        if !config.workload_kinds.contains(&result.object_kind)
+        if !config
+            .workload_kinds
+            .iter()
+            .any(|kind| kind.kind() == result.object_kind)
             || !config.constraint_kinds.contains(&result.constraint_kind)
         {
             continue;

@@ -11,6 +11,6 @@ pub mod count;
 pub mod live;
 pub mod run;
 
-pub use config::{Config, ConfigError, EngineChoice, EnvError, Settings};
+pub use config::{Config, ConfigError, EngineKind, EnvError, Settings};
 pub use count::Finding;
-pub use run::{Collected, Delivery, RunContext, RunOutput, execute};
+pub use run::{Collected, Delivery, Outcome, RunContext, RunOutput, execute};

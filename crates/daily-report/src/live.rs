@@ -1,5 +1,6 @@
 //! The real I/O behind [`crate::run::execute`]: the cluster (or a snapshot) through
-//! `cluster-projection`, the engine through `gator-runner`, Slack and Loki through
+//! `cluster-projection`, the engine through `gator-runner` (its [`PolicyEngine`] gets the
+//! projected objects; gator writes its own input directory), Slack and Loki through
 //! `report-sinks`, and the `--out DIR` files.
 //!
 //! This is the only module of the crate that does I/O; everything it does is wiring. Every
@@ -16,15 +17,17 @@
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
-use cluster_projection::{ClusterSource, ClusterState, ReadSpec, WorkloadKind};
-use gatekeeper_engine::ReviewResult;
-use gator_runner::{EngineKind, Evaluator, EvaluatorConfig};
+use cluster_projection::{ClusterSource, ClusterState, ReadSpec};
+use gator_runner::{EngineConfig, EngineKind, PolicyEngine, ReviewInput};
 use jiff::Timestamp;
+use redaction::error_text;
 use report_sinks::slack::SlackMessage;
-use report_sinks::{HttpOptions, LokiClient, LokiPush, SendError, SlackPoster, WebhookUrl};
+use report_sinks::{
+    HttpOptions, LokiClient, LokiEndpoint, LokiPush, SendError, SlackPoster, WebhookUrl,
+};
 
 use crate::audit::ConstraintAudit;
-use crate::config::{Config, EngineChoice, Settings};
+use crate::config::{Config, Settings};
 use crate::count::Finding;
 use crate::run::{Collected, Delivery, RunContext, RunOutput, execute};
 
@@ -74,16 +77,17 @@ pub struct LiveOptions {
     /// The kubeconfig context.
     pub context: Option<String>,
     /// The engine, overriding the config's.
-    pub engine: Option<EngineChoice>,
+    pub engine: Option<EngineKind>,
     /// A local gator binary, overriding `gator.path`.
     pub gator: Option<PathBuf>,
-    /// The work dir (`<work>/in` gets the projection). Without it the embedded engine evaluates
-    /// in memory, and gator gets a temporary directory.
+    /// The work dir: gator's cache and input (`<work>/in`); with the embedded engine the
+    /// projection is written there too, for inspection. Without it the embedded engine touches no
+    /// disk, and gator gets a temporary directory.
     pub work: Option<PathBuf>,
     /// Save what was read as a `.tar.gz` snapshot.
     pub save_snapshot: Option<PathBuf>,
-    /// Extra CA certificates (PEM) trusted by the Slack and Loki clients.
-    pub extra_ca_pem: Option<String>,
+    /// Who the Slack and Loki clients trust (default: the system roots).
+    pub sink_trust: report_sinks::TrustRoots,
 }
 
 enum WorkDir {
@@ -199,11 +203,11 @@ pub fn run_live(
     let engine = options.engine.unwrap_or(config.engine);
     let work = match &options.work {
         Some(dir) => WorkDir::Given(dir.clone()),
-        None if engine == EngineChoice::Embedded => WorkDir::InMemory,
+        None if engine == EngineKind::Embedded => WorkDir::InMemory,
         None => WorkDir::Temp(tempfile::tempdir().map_err(LiveError::Setup)?),
     };
-    let evaluator_config = evaluator_config(config, engine, options.gator.clone(), &work);
-    evaluator_config.validate().map_err(LiveError::Engine)?;
+    let engine_config = engine_config(config, engine, options.gator.clone(), &work);
+    engine_config.validate().map_err(LiveError::Engine)?;
     // List pages are parsed on the blocking pool (two at a time). A small pool reuses its
     // threads, and with them the allocator's per-thread memory: tokio's default of up to 512
     // threads left the read phase holding about 70 MiB more (`cargo xtask bench report`).
@@ -215,20 +219,17 @@ pub fn run_live(
         .map_err(LiveError::Setup)?;
     let http = HttpOptions {
         timeout: config.timeouts.post,
-        extra_ca_pem: options.extra_ca_pem.clone(),
+        trust: options.sink_trust.clone(),
         ..HttpOptions::default()
     };
     let mut delivery = LiveDelivery {
         runtime: &runtime,
         poster: SlackPoster::new(&http).map_err(LiveError::Slack)?,
-        loki: settings
-            .loki_url
-            .clone()
-            .map(|url| report_sinks::LokiConfig {
-                url,
-                tenant: config.loki.tenant.clone(),
-                auth: settings.loki_auth.clone(),
-            }),
+        loki: settings.loki_url.clone().map(|url| LokiEndpoint {
+            url,
+            tenant: config.loki.tenant.clone(),
+            auth: settings.loki_auth.clone(),
+        }),
         http,
     };
     let reader = Reader {
@@ -237,7 +238,7 @@ pub fn run_live(
         source: source.as_ref(),
         runtime: &runtime,
         work: &work,
-        evaluator_config: &evaluator_config,
+        engine_config: &engine_config,
         log,
     };
     let mut collect = || reader.collect();
@@ -249,32 +250,25 @@ pub fn run_live(
     Ok(execute(&ctx, &mut collect, &mut delivery, &Timestamp::now))
 }
 
-fn evaluator_config(
+/// The engine settings of this run: the config's `gator` section with `--gator PATH` over its
+/// `path`, the work dir, and `timeouts.engine` as gator's limit.
+fn engine_config(
     config: &Config,
-    engine: EngineChoice,
+    engine: EngineKind,
     gator_path: Option<PathBuf>,
     work: &WorkDir,
-) -> EvaluatorConfig {
-    let kind = match engine {
-        EngineChoice::Embedded => EngineKind::Embedded,
-        EngineChoice::Gator => EngineKind::Gator,
-        EngineChoice::Both => EngineKind::Both,
-    };
-    let pin = config.gator.clone().unwrap_or_default();
-    let gator = gator_runner::GatorConfig {
-        version: pin.version,
-        url: pin.url,
-        sha256: pin.sha256,
-        path: gator_path.or(pin.path.map(PathBuf::from)),
-        k8s_native_validation: pin.k8s_native_validation,
-    };
-    let mut evaluator = EvaluatorConfig::new(
-        kind,
+) -> EngineConfig {
+    let mut gator = config.gator.clone().unwrap_or_default();
+    if gator_path.is_some() {
+        gator.path = gator_path;
+    }
+    let mut engine_config = EngineConfig::new(
+        engine,
         gator,
         work.path().map(Path::to_path_buf).unwrap_or_default(),
     );
-    evaluator.timeout = config.timeouts.engine;
-    evaluator
+    engine_config.timeout = config.timeouts.engine;
+    engine_config
 }
 
 /// Reads the cluster (or snapshot), projects it and evaluates it; every error is a reason text.
@@ -285,23 +279,8 @@ struct Reader<'a> {
     source: Option<&'a ClusterSource>,
     runtime: &'a tokio::runtime::Runtime,
     work: &'a WorkDir,
-    evaluator_config: &'a EvaluatorConfig,
+    engine_config: &'a EngineConfig,
     log: &'a (dyn Fn(&str) + Sync),
-}
-
-/// An error's text with its causes, `a: b: c`.
-fn chain(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let more = cause.to_string();
-        if !text.ends_with(&more) {
-            text.push_str(": ");
-            text.push_str(&more);
-        }
-        source = cause.source();
-    }
-    text
 }
 
 impl Reader<'_> {
@@ -316,7 +295,7 @@ impl Reader<'_> {
         ));
         if let Some(file) = &self.options.save_snapshot {
             cluster_projection::save_snapshot(&state, file)
-                .map_err(|e| format!("failed to save the snapshot: {}", chain(&e)))?;
+                .map_err(|e| format!("failed to save the snapshot: {}", error_text(&e)))?;
             (self.log)(&format!("saved the snapshot to {}", file.display()));
         }
         let constraints = audit_facts(&state)?;
@@ -325,25 +304,19 @@ impl Reader<'_> {
             .iter()
             .map(|t| t.constraint_kind.clone())
             .collect();
-        let results = self.evaluate(state)?;
+        let results = self.evaluate(&state)?;
+        drop(state);
         (self.log)(&format!("evaluated: {} results", results.len()));
         Ok(Collected {
-            results: results.into_iter().map(Finding::from).collect(),
+            results,
             constraints,
             template_kinds,
         })
     }
 
     fn read(&self) -> Result<ClusterState, String> {
-        let workload_kinds = self
-            .config
-            .workload_kinds
-            .iter()
-            .map(|k| k.parse::<WorkloadKind>())
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| chain(&e))?;
         let spec = ReadSpec {
-            workload_kinds,
+            workload_kinds: self.config.workload_kinds.clone(),
             constraint_kinds: self.config.constraint_kinds.clone(),
             request_timeout: self.config.timeouts.api,
             ..ReadSpec::default()
@@ -351,10 +324,10 @@ impl Reader<'_> {
         match (&self.options.snapshot, self.source) {
             (Some(path), _) => {
                 let state = cluster_projection::read_snapshot(path)
-                    .map_err(|e| format!("failed to read the snapshot: {}", chain(&e)))?;
+                    .map_err(|e| format!("failed to read the snapshot: {}", error_text(&e)))?;
                 state
                     .restrict_to(&spec)
-                    .map_err(|e| format!("snapshot {}: {}", path.display(), chain(&e)))
+                    .map_err(|e| format!("snapshot {}: {}", path.display(), error_text(&e)))
             }
             (None, None) => Err("no cluster source and no snapshot".to_string()),
             (None, Some(source)) => self
@@ -364,32 +337,34 @@ impl Reader<'_> {
                     format!(
                         "failed to read the cluster ({}): {}",
                         source.describe(),
-                        chain(&e)
+                        error_text(&e)
                     )
                 }),
         }
     }
 
-    fn evaluate(&self, state: ClusterState) -> Result<Vec<ReviewResult>, String> {
-        let Some(work) = self.work.path() else {
-            // Projected objects go to the engine one at a time (it keeps them compact).
-            let projected = cluster_projection::project_lazily(&state).map_err(|e| chain(&e))?;
-            let embedded = gator_runner::Embedded::new(self.evaluator_config.embedded_options());
-            return embedded
-                .evaluate_objects(projected.map(|p| p.object))
-                .map_err(|e| format!("embedded evaluation failed: {}", chain(&e)));
-        };
-        let summary = cluster_projection::write_projection(&state, work)
-            .map_err(|e| format!("failed to write the projection: {}", chain(&e)))?;
-        drop(state);
-        let evaluator: Box<dyn Evaluator> = self
+    /// Reviews the projection of `state` with the configured engine; each result is kept only
+    /// as the finding the counts need.
+    fn evaluate(&self, state: &ClusterState) -> Result<Vec<Finding>, String> {
+        if let (EngineKind::Embedded, Some(work)) = (self.engine_config.engine, self.work.path()) {
+            // The embedded engine reads nothing from disk; with --work the projection is written
+            // anyway, for inspection (gator writes its own input there).
+            cluster_projection::write_projection(state, work)
+                .map_err(|e| format!("failed to write the projection: {}", error_text(&e)))?;
+        }
+        let engine: Box<dyn PolicyEngine> = self
             .runtime
-            .block_on(gator_runner::build_evaluator(self.evaluator_config))
-            .map_err(|e| chain(&e))?;
-        let evaluation = evaluator
-            .evaluate_detailed(&summary.dir)
-            .map_err(|e| format!("{} evaluation failed: {}", evaluator.name(), chain(&e)))?;
-        if let Some(comparison) = &evaluation.comparison {
+            .block_on(gator_runner::build_engine(self.engine_config))
+            .map_err(|e| error_text(&e))?;
+        let (policy, workloads) =
+            cluster_projection::project_split(state).map_err(|e| error_text(&e))?;
+        let mut results = Vec::new();
+        let summary = engine
+            .review(ReviewInput::new(policy, workloads), &mut |result| {
+                results.push(Finding::from(result))
+            })
+            .map_err(|e| format!("{} evaluation failed: {}", engine.name(), error_text(&e)))?;
+        if let Some(comparison) = &summary.comparison {
             if comparison.agrees() {
                 (self.log)("engines agree: embedded and gator gave the same results");
             } else {
@@ -398,7 +373,7 @@ impl Reader<'_> {
                 ));
             }
         }
-        Ok(evaluation.results)
+        Ok(results)
     }
 }
 
@@ -410,9 +385,9 @@ fn audit_facts(state: &ClusterState) -> Result<Vec<ConstraintAudit>, String> {
             Ok(ConstraintAudit {
                 kind: c.kind.clone(),
                 name: c.name.clone(),
-                created_at: c.created_at().map_err(|e| chain(&e))?,
-                audit_timestamp: c.audit_timestamp().map_err(|e| chain(&e))?,
-                total_violations: c.total_violations().map_err(|e| chain(&e))?,
+                created_at: c.created_at().map_err(|e| error_text(&e))?,
+                audit_timestamp: c.audit_timestamp().map_err(|e| error_text(&e))?,
+                total_violations: c.total_violations().map_err(|e| error_text(&e))?,
             })
         })
         .collect()
@@ -422,7 +397,7 @@ fn audit_facts(state: &ClusterState) -> Result<Vec<ConstraintAudit>, String> {
 struct LiveDelivery<'a> {
     runtime: &'a tokio::runtime::Runtime,
     poster: SlackPoster,
-    loki: Option<report_sinks::LokiConfig>,
+    loki: Option<LokiEndpoint>,
     http: HttpOptions,
 }
 

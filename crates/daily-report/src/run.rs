@@ -1,10 +1,11 @@
 //! One report run, orchestrated over injectable I/O: collect (read + evaluate), count, cross-check,
 //! post, push, and decide the status.
 //!
-//! Status rules:
+//! Status rules ([`Outcome`] is the one place they are applied):
 //! - **skipped**: collecting failed (API error, 410, missing Constraint kind, engine or gator
-//!   failure, foreign files in the work dir, any unexpected error or panic). Nothing is counted;
-//!   every rule's audit check is `"skipped"`; only the run line is pushed.
+//!   failure, foreign files in the work dir, any unexpected error or panic), or a panic anywhere
+//!   later (counting, rendering, delivery). Nothing is counted; every rule's audit check is
+//!   `"skipped"`; only the run line is pushed.
 //! - **partial**: a team that gets a message has no webhook, an invalid one (`invalid URL`) or
 //!   its post failed; an audit check disagrees; or the Loki push failed (`loki push failed: …`).
 //! - **ok** otherwise.
@@ -18,16 +19,18 @@
 //! so the problems message goes to the default team also for an ok run that has them, naming
 //! every erring Constraint; like any message, one that cannot be delivered makes the run partial.
 
+use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use gator_runner::EngineKind;
 use jiff::Timestamp;
-use report_sinks::model::{AuditCheck, Report, RunStatus, RunSummary};
+use report_sinks::model::{AuditCheck, PolicyError, Report, RunStatus, RunSummary, TeamReport};
 use report_sinks::slack::{SlackMessage, SlackOptions, SlackSink, TeamDigest, problems_message};
-use report_sinks::{LokiPush, LokiSink, SendError, Sink, WebhookUrl};
+use report_sinks::{LokiPush, LokiSink, Redactor, SendError, WebhookUrl};
 
 use crate::audit::{ConstraintAudit, all_skipped, cross_check, of_them_errors};
-use crate::config::{Config, EngineChoice, Settings, webhook_env_var};
+use crate::config::{Config, Settings, webhook_env_var};
 use crate::count::{Finding, count, policy_errors};
 
 /// What collecting gives the run: the evaluation's results and the audit facts.
@@ -63,7 +66,7 @@ pub struct RunContext<'a> {
     /// The environment's settings.
     pub settings: &'a Settings,
     /// The engine used (the config's, or the CLI's override).
-    pub engine: EngineChoice,
+    pub engine: EngineKind,
 }
 
 /// Everything a run produced, for stdout, `--out DIR` and the exit code.
@@ -101,254 +104,415 @@ pub fn run_id(started_at: Timestamp) -> String {
     started_at.strftime("%Y%m%dT%H%M%SZ").to_string()
 }
 
-/// Redacts every secret of the run ([`Settings::redactor`]) from problems and log lines.
-struct Scrubber {
-    redactor: report_sinks::Redactor,
+/// The run's status and the problems behind it. Its methods are the status rules; nothing else
+/// sets a status.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Outcome {
+    status: RunStatus,
+    problems: Vec<String>,
+    failed: BTreeSet<String>,
 }
 
-impl Scrubber {
-    fn new(settings: &Settings) -> Scrubber {
-        Scrubber {
-            redactor: settings.redactor(),
+impl Default for Outcome {
+    fn default() -> Self {
+        Outcome::new()
+    }
+}
+
+impl Outcome {
+    /// An ok run without problems.
+    pub fn new() -> Outcome {
+        Outcome {
+            status: RunStatus::Ok,
+            problems: Vec::new(),
+            failed: BTreeSet::new(),
         }
     }
 
-    fn clean(&self, text: &str) -> String {
-        self.redactor.redact(text)
+    /// Collecting failed, or something unexpected happened: the run is skipped, whatever it was.
+    pub fn skip(&mut self, reason: String) {
+        self.status = RunStatus::Skipped;
+        self.problems.push(reason);
     }
+
+    /// A problem that does not stop the run (an audit disagreement, a failed Loki push): an ok
+    /// run becomes partial.
+    pub fn degrade(&mut self, problem: String) {
+        self.problems.push(problem);
+        self.become_partial();
+    }
+
+    /// `team` did not get its message: it is failed and the run, if ok, partial. A problem
+    /// already recorded (the default team's missing webhook, met again for the problems
+    /// message) is not repeated.
+    pub fn team_failed(&mut self, team: &str, problem: String) {
+        self.failed.insert(team.to_string());
+        if !self.problems.contains(&problem) {
+            self.problems.push(problem);
+        }
+        self.become_partial();
+    }
+
+    fn become_partial(&mut self) {
+        if self.status == RunStatus::Ok {
+            self.status = RunStatus::Partial;
+        }
+    }
+
+    /// The status so far.
+    pub fn status(&self) -> RunStatus {
+        self.status
+    }
+
+    /// Every problem, in the order met.
+    pub fn problems(&self) -> &[String] {
+        &self.problems
+    }
+
+    /// The run line's `reason`: every problem, `; `-separated.
+    pub fn reason(&self) -> String {
+        self.problems.join("; ")
+    }
+
+    /// Writes the status, the reason, the failed teams and the problems into `report`.
+    fn record(&self, report: &mut Report) {
+        report.run.status = self.status;
+        report.run.reason = self.reason();
+        report.run.failed = self.failed.iter().cloned().collect();
+        report.problems = self.problems.clone();
+    }
+}
+
+/// One run in progress: what it has logged, posted and found wrong so far.
+struct Run<'a> {
+    config: &'a Config,
+    settings: &'a Settings,
+    engine: EngineKind,
+    redactor: Redactor,
+    run_id: String,
+    started_at: Timestamp,
+    log: Vec<String>,
+    posted: BTreeSet<String>,
+    outcome: Outcome,
 }
 
 /// Runs the report once. `collect` reads and evaluates (its `Err` is a reason text, a panic is an
 /// unexpected error); `delivery` posts and pushes; `now` is the clock. The returned output holds
-/// the final run line; nothing here prints.
+/// the final run line; nothing here prints. A panic after collecting (counting, rendering,
+/// delivery) skips the run too: its run line is still pushed and returned.
 pub fn execute(
     ctx: &RunContext<'_>,
     collect: &mut dyn FnMut() -> Result<Collected, String>,
     delivery: &mut dyn Delivery,
     now: &dyn Fn() -> Timestamp,
 ) -> RunOutput {
-    let config = ctx.config;
-    let settings = ctx.settings;
-    let scrub = Scrubber::new(settings);
-    let started_at = now();
-    let run_id = run_id(started_at);
-    let mut log: Vec<String> = Vec::new();
-    let mut problems: Vec<String> = Vec::new();
-    let mut failed: BTreeSet<String> = BTreeSet::new();
-    let mut posted: BTreeSet<String> = BTreeSet::new();
-    let mut status = RunStatus::Ok;
-    log.push(format!(
-        "run {run_id}: cluster {}, engine {}, dry run {}",
-        config.cluster, ctx.engine, settings.dry_run
-    ));
+    let mut run = Run::start(ctx, now());
+    let collected = run.collect(collect);
+    match catch_unwind(AssertUnwindSafe(|| run.report(collected, delivery, now))) {
+        Ok(output) => output,
+        Err(panic) => run.after_panic(panic.as_ref(), delivery, now),
+    }
+}
 
-    let collected = match catch_unwind(AssertUnwindSafe(&mut *collect)) {
-        Ok(Ok(collected)) => match missing_kinds(config, &collected) {
-            None => Some(collected),
-            Some(reason) => {
-                problems.push(reason);
-                None
-            }
-        },
-        Ok(Err(reason)) => {
-            problems.push(scrub.clean(&reason));
-            None
-        }
-        Err(panic) => {
-            let text = panic
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| panic.downcast_ref::<&str>().copied())
-                .unwrap_or("panic");
-            problems.push(format!("unexpected error: {}", scrub.clean(text)));
-            None
-        }
-    };
+/// What a panic said (`panic` when it said nothing readable).
+fn panic_text(panic: &(dyn Any + Send)) -> &str {
+    panic
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| panic.downcast_ref::<&str>().copied())
+        .unwrap_or("panic")
+}
 
-    let (teams, erring, audit_check) = match &collected {
-        None => {
-            status = RunStatus::Skipped;
-            log.push(format!("run skipped: {}", problems.join("; ")));
-            (
-                BTreeMap::new(),
-                Vec::new(),
-                all_skipped(&config.constraint_kinds),
-            )
-        }
-        Some(collected) => {
-            let teams = count(config, &collected.results);
-            let erring = policy_errors(config, &collected.results);
-            for error in &erring {
-                let objects = if error.objects == 1 {
-                    "object"
-                } else {
-                    "objects"
-                };
-                log.push(format!(
-                    "policy error: {} {} failed to evaluate on {} {objects}, first {}: {}",
-                    error.rule, error.constraint, error.objects, error.first_object, error.message
-                ));
-            }
-            let outcome = cross_check(
-                &config.constraint_kinds,
-                &collected.constraints,
-                &collected.results,
-                &config.audit,
-            );
-            log.extend(outcome.skipped.iter().cloned());
-            for (rule, check) in &outcome.checks {
-                match check {
-                    AuditCheck::Compared { engine, audit } => {
-                        let errors = outcome.errors.get(rule).copied().unwrap_or(0);
-                        log.push(format!(
-                            "audit check {rule}: engine {engine}{}, audit {audit}",
-                            of_them_errors(errors)
-                        ));
-                    }
-                    AuditCheck::Skipped => {
-                        log.push(format!("audit check {rule}: skipped (no fresh audit)"))
-                    }
-                }
-            }
-            if !outcome.mismatches.is_empty() {
-                status = RunStatus::Partial;
-                problems.extend(outcome.mismatches.iter().cloned());
-            }
-            (teams, erring, outcome.checks)
-        }
-    };
-
-    let mut report = Report {
-        run: RunSummary {
-            run_id: run_id.clone(),
-            cluster: config.cluster.clone(),
-            engine: ctx.engine.as_str().to_string(),
-            status,
-            reason: String::new(),
-            dry_run: settings.dry_run,
-            posted: Vec::new(),
-            failed: Vec::new(),
-            audit_check,
+impl<'a> Run<'a> {
+    fn start(ctx: &RunContext<'a>, started_at: Timestamp) -> Run<'a> {
+        let run_id = run_id(started_at);
+        let log = vec![format!(
+            "run {run_id}: cluster {}, engine {}, dry run {}",
+            ctx.config.cluster, ctx.engine, ctx.settings.dry_run
+        )];
+        Run {
+            config: ctx.config,
+            settings: ctx.settings,
+            engine: ctx.engine,
+            redactor: ctx.settings.redactor(),
+            run_id,
             started_at,
-            finished_at: started_at,
-        },
-        teams,
-        policy_errors: erring,
-        problems: Vec::new(),
-    };
+            log,
+            posted: BTreeSet::new(),
+            outcome: Outcome::new(),
+        }
+    }
 
-    let options = SlackOptions {
-        dashboard_url: config.dashboard_url.clone(),
-        readme_url: config.readme_url.clone(),
-        max_message_chars: config.max_message_chars,
-        post_when_clean: settings.post_when_clean,
-    };
-    let slack = SlackSink::new(options.clone());
-    let digests = if collected.is_some() {
-        slack.render(&report)
-    } else {
-        Vec::new()
-    };
-    for digest in &digests {
+    fn scrub(&self, text: &str) -> String {
+        self.redactor.redact(text)
+    }
+
+    /// Collects; a failure (an `Err`, a panic, a missing Constraint kind) skips the run.
+    fn collect(
+        &mut self,
+        collect: &mut dyn FnMut() -> Result<Collected, String>,
+    ) -> Option<Collected> {
+        let reason = match catch_unwind(AssertUnwindSafe(&mut *collect)) {
+            Ok(Ok(collected)) => match missing_kinds(self.config, &collected) {
+                None => return Some(collected),
+                Some(reason) => reason,
+            },
+            Ok(Err(reason)) => self.scrub(&reason),
+            Err(panic) => format!(
+                "unexpected error: {}",
+                self.scrub(panic_text(panic.as_ref()))
+            ),
+        };
+        self.outcome.skip(reason);
+        self.log
+            .push(format!("run skipped: {}", self.outcome.reason()));
+        None
+    }
+
+    /// Counts, cross-checks, renders and delivers (nothing but the run line for a skipped run).
+    fn report(
+        &mut self,
+        collected: Option<Collected>,
+        delivery: &mut dyn Delivery,
+        now: &dyn Fn() -> Timestamp,
+    ) -> RunOutput {
+        let mut report = match &collected {
+            None => self.empty_report(),
+            Some(collected) => self.counted_report(collected),
+        };
+        let options = self.slack_options();
+        let digests = match collected {
+            Some(_) => SlackSink::new(options.clone()).render(&report),
+            None => Vec::new(),
+        };
+        for digest in &digests {
+            self.deliver_digest(digest, delivery);
+        }
+        self.outcome.record(&mut report);
+        report.run.posted = self.posted.iter().cloned().collect();
+        report.run.finished_at = now().max(self.started_at);
+        let loki = LokiSink::new(self.config.loki.job.clone()).render(&report);
+        self.push(&loki, delivery);
+        self.outcome.record(&mut report);
+        let problems = self.send_problems(&report, &options, delivery);
+        self.outcome.record(&mut report);
+        self.output(report, digests, problems, loki)
+    }
+
+    /// A panic after collecting: the run is skipped, and its run line is still pushed.
+    fn after_panic(
+        &mut self,
+        panic: &(dyn Any + Send),
+        delivery: &mut dyn Delivery,
+        now: &dyn Fn() -> Timestamp,
+    ) -> RunOutput {
+        let reason = format!("unexpected error: {}", self.scrub(panic_text(panic)));
+        self.outcome.skip(reason);
+        self.log
+            .push(format!("run skipped: {}", self.outcome.reason()));
+        let mut report = self.empty_report();
+        self.outcome.record(&mut report);
+        report.run.posted = self.posted.iter().cloned().collect();
+        report.run.finished_at = now().max(self.started_at);
+        let job = self.config.loki.job.clone();
+        let loki = catch_unwind(AssertUnwindSafe(|| LokiSink::new(job).render(&report))).unwrap_or(
+            LokiPush {
+                streams: Vec::new(),
+            },
+        );
+        if catch_unwind(AssertUnwindSafe(|| self.push(&loki, delivery))).is_err() {
+            self.log
+                .push("loki: the push panicked, nothing pushed".to_string());
+        }
+        self.outcome.record(&mut report);
+        self.output(report, Vec::new(), None, loki)
+    }
+
+    fn output(
+        &self,
+        report: Report,
+        digests: Vec<TeamDigest>,
+        problems: Option<SlackMessage>,
+        loki: LokiPush,
+    ) -> RunOutput {
+        RunOutput {
+            report,
+            digests,
+            problems,
+            loki,
+            log: self.log.iter().map(|line| self.scrub(line)).collect(),
+        }
+    }
+
+    /// The report with its run line and the given findings.
+    fn report_with(
+        &self,
+        teams: BTreeMap<String, TeamReport>,
+        policy_errors: Vec<PolicyError>,
+        audit_check: BTreeMap<String, AuditCheck>,
+    ) -> Report {
+        Report {
+            run: RunSummary {
+                run_id: self.run_id.clone(),
+                cluster: self.config.cluster.clone(),
+                engine: self.engine.as_str().to_string(),
+                status: self.outcome.status(),
+                reason: String::new(),
+                dry_run: self.settings.dry_run,
+                posted: Vec::new(),
+                failed: Vec::new(),
+                audit_check,
+                started_at: self.started_at,
+                finished_at: self.started_at,
+            },
+            teams,
+            policy_errors,
+            problems: Vec::new(),
+        }
+    }
+
+    /// A skipped run's report: nothing counted, every audit check skipped.
+    fn empty_report(&self) -> Report {
+        let audit_check = all_skipped(&self.config.constraint_kinds);
+        self.report_with(BTreeMap::new(), Vec::new(), audit_check)
+    }
+
+    /// Counts the findings, logs the policy errors and the audit checks, and degrades the run
+    /// for every audit disagreement.
+    fn counted_report(&mut self, collected: &Collected) -> Report {
+        let config = self.config;
+        let teams = count(config, &collected.results);
+        let erring = policy_errors(config, &collected.results);
+        for error in &erring {
+            let objects = if error.objects == 1 {
+                "object"
+            } else {
+                "objects"
+            };
+            self.log.push(format!(
+                "policy error: {} {} failed to evaluate on {} {objects}, first {}: {}",
+                error.rule, error.constraint, error.objects, error.first_object, error.message
+            ));
+        }
+        let outcome = cross_check(
+            &config.constraint_kinds,
+            &collected.constraints,
+            &collected.results,
+            &config.audit,
+        );
+        self.log.extend(outcome.skipped.iter().cloned());
+        for (rule, check) in &outcome.checks {
+            self.log.push(match check {
+                AuditCheck::Compared { engine, audit } => {
+                    let errors = outcome.errors.get(rule).copied().unwrap_or(0);
+                    format!(
+                        "audit check {rule}: engine {engine}{}, audit {audit}",
+                        of_them_errors(errors)
+                    )
+                }
+                AuditCheck::Skipped => format!("audit check {rule}: skipped (no fresh audit)"),
+            });
+        }
+        for mismatch in &outcome.mismatches {
+            self.outcome.degrade(mismatch.clone());
+        }
+        self.report_with(teams, erring, outcome.checks)
+    }
+
+    fn slack_options(&self) -> SlackOptions {
+        SlackOptions {
+            dashboard_url: self.config.dashboard_url.clone(),
+            readme_url: self.config.readme_url.clone(),
+            max_message_chars: self.config.max_message_chars,
+            post_when_clean: self.settings.post_when_clean,
+        }
+    }
+
+    /// Posts one team's digest (a dry run only checks its webhook).
+    fn deliver_digest(&mut self, digest: &TeamDigest, delivery: &mut dyn Delivery) {
         let team = &digest.team;
-        match webhook_for(settings, team) {
-            Err(reason) => {
-                failed.insert(team.clone());
-                problems.push(format!("team {team}: {reason}"));
-            }
-            Ok(_) if settings.dry_run => {
-                posted.insert(team.clone());
-                log.push(format!(
+        match webhook_for(self.settings, team) {
+            Err(reason) => self
+                .outcome
+                .team_failed(team, format!("team {team}: {reason}")),
+            Ok(_) if self.settings.dry_run => {
+                self.posted.insert(team.clone());
+                self.log.push(format!(
                     "dry run: digest for {team} not posted ({} blocks)",
                     digest.message.blocks.len()
                 ));
             }
             Ok(webhook) => match delivery.post(team, &webhook, &digest.message) {
                 Ok(()) => {
-                    posted.insert(team.clone());
-                    log.push(format!("posted digest for {team}"));
+                    self.posted.insert(team.clone());
+                    self.log.push(format!("posted digest for {team}"));
                 }
                 Err(error) => {
-                    failed.insert(team.clone());
-                    problems.push(format!(
-                        "team {team}: slack post failed: {}",
-                        scrub.clean(&webhook.hide(&error.to_string()))
-                    ));
+                    let error = self.scrub(&webhook.hide(&error.to_string()));
+                    self.outcome
+                        .team_failed(team, format!("team {team}: slack post failed: {error}"));
                 }
             },
         }
     }
-    if !failed.is_empty() && report.run.status == RunStatus::Ok {
-        report.run.status = RunStatus::Partial;
-    }
-    report.run.posted = posted.iter().cloned().collect();
-    report.run.failed = failed.iter().cloned().collect();
-    report.run.reason = problems.join("; ");
-    report.problems = problems.clone();
-    report.run.finished_at = now().max(started_at);
 
-    let loki = LokiSink::new(config.loki.job.clone()).render(&report);
-    match &settings.loki_url {
-        None => log.push("loki: no URL configured (loki.url or LOKI_URL), nothing pushed".into()),
-        Some(_) => match delivery.push(&loki) {
-            Ok(()) => log.push(format!("loki: pushed {} lines", loki.line_count())),
+    /// Pushes the run's lines to Loki when a URL is configured; a failure degrades the run.
+    fn push(&mut self, loki: &LokiPush, delivery: &mut dyn Delivery) {
+        if self.settings.loki_url.is_none() {
+            self.log
+                .push("loki: no URL configured (loki.url or LOKI_URL), nothing pushed".into());
+            return;
+        }
+        match delivery.push(loki) {
+            Ok(()) => self
+                .log
+                .push(format!("loki: pushed {} lines", loki.line_count())),
             Err(error) => {
-                problems.push(format!(
-                    "loki push failed: {}",
-                    scrub.clean(&error.to_string())
-                ));
-                if report.run.status == RunStatus::Ok {
-                    report.run.status = RunStatus::Partial;
-                }
-                report.run.reason = problems.join("; ");
-                report.problems = problems.clone();
+                let error = self.scrub(&error.to_string());
+                self.outcome.degrade(format!("loki push failed: {error}"));
             }
-        },
+        }
     }
 
-    let problems_msg = if report.run.status == RunStatus::Ok && report.policy_errors.is_empty() {
-        None
-    } else {
-        let message = problems_message(&report.run, &problems, &report.policy_errors, &options);
-        let team = config.default_team.clone();
-        match webhook_for(settings, &team) {
+    /// The problems message for the default team, sent when the run is not ok or a policy erred;
+    /// a message that cannot be delivered fails the default team.
+    fn send_problems(
+        &mut self,
+        report: &Report,
+        options: &SlackOptions,
+        delivery: &mut dyn Delivery,
+    ) -> Option<SlackMessage> {
+        if report.run.status == RunStatus::Ok && report.policy_errors.is_empty() {
+            return None;
+        }
+        let message = problems_message(
+            &report.run,
+            self.outcome.problems(),
+            &report.policy_errors,
+            options,
+        );
+        let team = self.config.default_team.clone();
+        match webhook_for(self.settings, &team) {
             Err(reason) => {
-                log.push(format!("problems not sent to {team}: {reason}"));
-                if failed.insert(team.clone()) {
-                    problems.push(format!("team {team}: {reason}"));
-                }
+                self.log
+                    .push(format!("problems not sent to {team}: {reason}"));
+                self.outcome
+                    .team_failed(&team, format!("team {team}: {reason}"));
             }
-            Ok(_) if settings.dry_run => {
-                log.push(format!("dry run: problems for {team} not posted"))
-            }
+            Ok(_) if self.settings.dry_run => self
+                .log
+                .push(format!("dry run: problems for {team} not posted")),
             Ok(webhook) => match delivery.post(&team, &webhook, &message) {
-                Ok(()) => log.push(format!("posted problems to {team}")),
+                Ok(()) => self.log.push(format!("posted problems to {team}")),
                 Err(error) => {
-                    let reason = format!(
-                        "team {team}: problems post failed: {}",
-                        scrub.clean(&webhook.hide(&error.to_string()))
-                    );
-                    log.push(reason.clone());
-                    failed.insert(team.clone());
-                    problems.push(reason);
+                    let error = self.scrub(&webhook.hide(&error.to_string()));
+                    let problem = format!("team {team}: problems post failed: {error}");
+                    self.log.push(problem.clone());
+                    self.outcome.team_failed(&team, problem);
                 }
             },
         }
-        if failed.contains(&team) && report.run.status == RunStatus::Ok {
-            report.run.status = RunStatus::Partial;
-        }
-        report.run.failed = failed.iter().cloned().collect();
-        report.run.reason = problems.join("; ");
-        report.problems = problems.clone();
         Some(message)
-    };
-    let log = log.iter().map(|line| scrub.clean(line)).collect();
-    RunOutput {
-        report,
-        digests,
-        problems: problems_msg,
-        loki,
-        log,
     }
 }
 

@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 
 use daily_report::config::{Config, Settings};
 use daily_report::count::FindingKind;
-use daily_report::{Collected, Delivery, EngineChoice, Finding, RunContext, execute};
+use daily_report::{Collected, Delivery, EngineKind, Finding, RunContext, execute};
 use jiff::Timestamp;
 use proptest::prelude::*;
 use report_sinks::slack::SlackMessage;
@@ -231,7 +231,7 @@ fn run_once(config: &Config, env: &BTreeMap<String, String>) {
     let ctx = RunContext {
         config,
         settings: &settings,
-        engine: EngineChoice::Embedded,
+        engine: EngineKind::Embedded,
     };
     let clock = || "2026-11-30T07:30:00Z".parse::<Timestamp>().unwrap();
     let output = execute(&ctx, &mut || Ok(collected.clone()), &mut Accept, &clock);

@@ -1,8 +1,8 @@
 //! Comparing two result lists as multisets of (constraint kind and name, object, message).
 //!
-//! gator sorts results with an unstable sort (spec §1.2), so order never matters; enforcement
-//! actions and details are left out of the key, so an engine switch, or the projection setting
-//! every constraint to `warn`, does not count as a disagreement by itself.
+//! gator sorts results with an unstable sort (`docs/gator-cli.md`), so order never matters;
+//! enforcement actions and details are left out of the key, so an engine switch, or the
+//! projection setting every constraint to `warn`, does not count as a disagreement by itself.
 
 use std::collections::BTreeMap;
 use std::fmt;

@@ -1,10 +1,14 @@
-//! Building an evaluator from the report's configuration: `engine: embedded|gator|both` and
-//! `gator: {version, url, sha256, path}`, a work dir and a timeout.
+//! The engine part of the report's configuration — `engine: embedded|gator|both` ([`EngineKind`])
+//! and the `gator` section ([`GatorConfig`]) — and building the configured [`PolicyEngine`].
 //!
-//! [`EvaluatorConfig::validate`] checks everything that can be checked without I/O on the
-//! network (the pin, or that a local binary exists), so configuration errors come before any
-//! cluster read or download. [`build_evaluator`] then fetches the pinned gator when needed.
+//! This module owns these settings: the report's config file deserializes them as they are here,
+//! and every rule about them (the pin, the local binary) lives here. [`GatorConfig::pin`] checks
+//! a pin as soon as the config is read; [`EngineConfig::validate`] checks, without network I/O,
+//! everything the chosen engine needs (the pin, or that a local binary exists), so configuration
+//! errors come before any cluster read or download. [`build_engine`] then fetches the pinned
+//! gator when needed.
 
+use std::fmt;
 use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
@@ -13,12 +17,12 @@ use gatekeeper_engine::EngineOptions;
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::evaluator::{Both, Embedded, Evaluator, Gator};
+use crate::engine::{Both, Embedded, Gator, PolicyEngine};
 use crate::fetch::{FetchError, FetchOptions, fetch_gator};
 use crate::pin::{GatorPin, PinError};
 use crate::run::{DEFAULT_TIMEOUT, GatorRunner};
 
-/// Which engine evaluates the projection.
+/// Which engine reviews the cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum EngineKind {
@@ -47,6 +51,12 @@ impl EngineKind {
     }
 }
 
+impl fmt::Display for EngineKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
 impl FromStr for EngineKind {
     type Err = ConfigError;
 
@@ -60,7 +70,8 @@ impl FromStr for EngineKind {
     }
 }
 
-/// The `gator` section of the configuration. Its `Debug` shows the URL's host only.
+/// The `gator` section of the configuration: the pinned release (all of `version`, `url`,
+/// `sha256`, or none) and/or a local binary. Its `Debug` shows the URL's host only.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct GatorConfig {
@@ -74,7 +85,7 @@ pub struct GatorConfig {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sha256: Option<String>,
     /// A local gator binary to use instead of downloading (air-gapped use, tests); `--gator PATH`
-    /// sets it. When set, the pin is not used.
+    /// sets it. When set (and not empty), the pin is not used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
     /// `--enable-k8s-native-validation` for gator. Unset: gator's default (true) with
@@ -84,8 +95,8 @@ pub struct GatorConfig {
     pub k8s_native_validation: Option<bool>,
 }
 
-impl std::fmt::Debug for GatorConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+impl fmt::Debug for GatorConfig {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("GatorConfig")
             .field("version", &self.version)
             .field("url_host", &self.url.as_deref().map(crate::pin::url_host))
@@ -105,56 +116,83 @@ pub enum GatorSource {
     Pinned(GatorPin),
 }
 
-/// A configuration error, detected before anything is read or downloaded.
+/// A configuration error, detected before anything is read or downloaded. Each text starts with
+/// the key it is about.
 #[derive(Debug, Error)]
 pub enum ConfigError {
     /// `engine` is not `embedded`, `gator` or `both`.
     #[error("engine {0:?} is not one of embedded, gator, both")]
     UnknownEngine(String),
-    /// A pin key is missing.
-    #[error("gator.{0} is required when engine runs gator and gator.path is not set")]
+    /// Some but not all of the pin keys are set.
+    #[error("gator.{missing}: is required with the other pin keys (version, url, sha256)")]
+    PartialPin {
+        /// The first key missing.
+        missing: &'static str,
+    },
+    /// The engine runs gator, and neither a pin nor a local binary is configured.
+    #[error("gator.{0}: is required when the engine runs gator and gator.path is not set")]
     MissingPinKey(&'static str),
     /// The pin is invalid.
-    #[error("invalid gator pin")]
+    #[error(transparent)]
     Pin(#[from] PinError),
     /// `gator.path` does not name a file.
-    #[error("gator.path {0} is not a file")]
+    #[error("gator.path: {0} is not a file")]
     PathNotFile(String),
 }
 
 impl GatorConfig {
-    /// The local binary when `path` is set, otherwise the validated pin.
+    /// The validated pin when `version`, `url` and `sha256` are all set, `None` when none is; an
+    /// error when only some are or the pin breaks a rule of [`GatorPin::new`].
+    pub fn pin(&self) -> Result<Option<GatorPin>, ConfigError> {
+        match (&self.version, &self.url, &self.sha256) {
+            (None, None, None) => Ok(None),
+            (Some(version), Some(url), Some(sha256)) => {
+                Ok(Some(GatorPin::new(version, url, sha256)?))
+            }
+            (version, url, _) => Err(ConfigError::PartialPin {
+                missing: first_missing(version, url),
+            }),
+        }
+    }
+
+    /// The local binary, when `path` is set and not empty.
+    pub fn local_binary(&self) -> Option<&Path> {
+        self.path.as_deref().filter(|p| !p.as_os_str().is_empty())
+    }
+
+    /// The local binary when one is set (it must be a file), otherwise the validated pin.
     pub fn source(&self) -> Result<GatorSource, ConfigError> {
-        if let Some(path) = &self.path {
+        if let Some(path) = self.local_binary() {
             if !path.is_file() {
                 return Err(ConfigError::PathNotFile(path.display().to_string()));
             }
-            return Ok(GatorSource::Local(path.clone()));
+            return Ok(GatorSource::Local(path.to_path_buf()));
         }
-        let version = self
-            .version
-            .as_deref()
-            .ok_or(ConfigError::MissingPinKey("version"))?;
-        let url = self
-            .url
-            .as_deref()
-            .ok_or(ConfigError::MissingPinKey("url"))?;
-        let sha256 = self
-            .sha256
-            .as_deref()
-            .ok_or(ConfigError::MissingPinKey("sha256"))?;
-        Ok(GatorSource::Pinned(GatorPin::new(version, url, sha256)?))
+        match self.pin()? {
+            Some(pin) => Ok(GatorSource::Pinned(pin)),
+            None => Err(ConfigError::MissingPinKey("version")),
+        }
     }
 }
 
-/// Everything needed to build an evaluator.
+fn first_missing(version: &Option<String>, url: &Option<String>) -> &'static str {
+    if version.is_none() {
+        "version"
+    } else if url.is_none() {
+        "url"
+    } else {
+        "sha256"
+    }
+}
+
+/// Everything needed to build an engine.
 #[derive(Debug, Clone)]
-pub struct EvaluatorConfig {
+pub struct EngineConfig {
     /// Which engine.
     pub engine: EngineKind,
     /// The gator section (ignored with `engine: embedded`).
     pub gator: GatorConfig,
-    /// The work dir: the gator cache and binary live under it, and gator runs in it.
+    /// The work dir: the gator cache, its binary and its input (`<work>/in`) live under it.
     pub work_dir: PathBuf,
     /// Limit on one gator run and on the embedded engine's evaluation (default 300 s).
     pub timeout: Duration,
@@ -164,10 +202,10 @@ pub struct EvaluatorConfig {
     pub engine_options: EngineOptions,
 }
 
-impl EvaluatorConfig {
+impl EngineConfig {
     /// A configuration with default timeout, fetch limits and engine options.
     pub fn new(engine: EngineKind, gator: GatorConfig, work_dir: impl Into<PathBuf>) -> Self {
-        EvaluatorConfig {
+        EngineConfig {
             engine,
             gator,
             work_dir: work_dir.into(),
@@ -177,8 +215,8 @@ impl EvaluatorConfig {
         }
     }
 
-    /// The embedded engine's options: [`EvaluatorConfig::engine_options`] with
-    /// [`EvaluatorConfig::timeout`] as its time budget when it has none of its own.
+    /// The embedded engine's options: [`EngineConfig::engine_options`] with
+    /// [`EngineConfig::timeout`] as its time budget when it has none of its own.
     pub fn embedded_options(&self) -> EngineOptions {
         let mut options = self.engine_options.clone();
         options.time_budget = options.time_budget.or(Some(self.timeout));
@@ -194,52 +232,40 @@ impl EvaluatorConfig {
     }
 }
 
-/// Why no evaluator could be built.
+/// Why no engine could be built.
 #[derive(Debug, Error)]
 pub enum BuildError {
     /// The configuration is invalid (exit 2 in the binaries).
-    #[error("invalid evaluator configuration")]
+    #[error("invalid engine configuration")]
     Config(#[from] ConfigError),
     /// The pinned gator could not be fetched (a skipped run).
     #[error("gator could not be fetched")]
     Fetch(#[from] FetchError),
 }
 
-/// Builds the configured evaluator, fetching and verifying the pinned gator when the engine
-/// needs it and `gator.path` is not set.
-pub async fn build_evaluator(config: &EvaluatorConfig) -> Result<Box<dyn Evaluator>, BuildError> {
+/// Builds the configured engine, fetching and verifying the pinned gator when the engine needs
+/// it and `gator.path` is not set.
+pub async fn build_engine(config: &EngineConfig) -> Result<Box<dyn PolicyEngine>, BuildError> {
     config.validate()?;
     let embedded = || Embedded::new(config.embedded_options());
     Ok(match config.engine {
         EngineKind::Embedded => Box::new(embedded()),
-        EngineKind::Gator => Box::new(Gator::new(gator_runner(config, None).await?)),
-        EngineKind::Both => Box::new(Both::new(
-            embedded(),
-            Gator::new(gator_runner(config, Some(false)).await?),
-        )),
+        EngineKind::Gator => Box::new(gator(config, None).await?),
+        EngineKind::Both => Box::new(Both::new(embedded(), gator(config, Some(false)).await?)),
     })
 }
 
-/// The runner for the configured gator (fetched when pinned). `native_default` is the
-/// `--enable-k8s-native-validation` value used when the configuration leaves it unset.
-pub async fn gator_runner(
-    config: &EvaluatorConfig,
-    native_default: Option<bool>,
-) -> Result<GatorRunner, BuildError> {
+/// The configured gator (fetched when pinned), writing its input under the work dir.
+/// `native_default` is the `--enable-k8s-native-validation` value used when the configuration
+/// leaves it unset.
+async fn gator(config: &EngineConfig, native_default: Option<bool>) -> Result<Gator, BuildError> {
     let binary = match config.gator.source()? {
         GatorSource::Local(path) => path,
         GatorSource::Pinned(pin) => fetch_gator(&pin, &config.work_dir, &config.fetch).await?,
     };
-    Ok(runner_for(&binary, config, native_default))
-}
-
-fn runner_for(
-    binary: &Path,
-    config: &EvaluatorConfig,
-    native_default: Option<bool>,
-) -> GatorRunner {
-    GatorRunner::new(binary)
+    let runner = GatorRunner::new(binary)
         .with_timeout(config.timeout)
         .with_k8s_native_validation(config.gator.k8s_native_validation.or(native_default))
-        .with_work_dir(&config.work_dir)
+        .with_work_dir(&config.work_dir);
+    Ok(Gator::new(runner, &config.work_dir))
 }

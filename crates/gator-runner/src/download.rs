@@ -1,20 +1,15 @@
-//! HTTPS download of the gator tarball: hyper + hyper-rustls (ring), system roots plus an
-//! optional extra CA, a connect timeout, an overall timeout, a size cap and a bounded number of
-//! `https` redirects (GitHub release assets redirect once to their storage host).
+//! HTTPS download of the gator tarball through the workspace's HTTPS client (`https-client`:
+//! system roots plus optional extra CAs), a connect timeout, an overall timeout, a size cap and a
+//! bounded number of `https` redirects (GitHub release assets redirect once to their storage
+//! host).
 //!
 //! Errors name the host only, never the URL's path or query.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Empty};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
-use rustls::RootCertStore;
-use rustls_pki_types::CertificateDer;
-use rustls_pki_types::pem::PemObject;
+use https_client::{ClientOptions, HttpsClient, TrustError, TrustRoots};
 use thiserror::Error;
 
 use crate::pin::url_host;
@@ -30,10 +25,8 @@ pub struct DownloadOptions {
     pub max_bytes: u64,
     /// How many redirects are followed before giving up (default 5; 0 follows none).
     pub max_redirects: usize,
-    /// Whether the system's trust roots are used (default true).
-    pub system_roots: bool,
-    /// An extra trusted CA in PEM (a mirror's private CA, or a test CA).
-    pub extra_ca_pem: Option<String>,
+    /// Who is trusted (default: the system's roots; add a mirror's private CA, or a test CA).
+    pub trust: TrustRoots,
 }
 
 impl Default for DownloadOptions {
@@ -43,8 +36,7 @@ impl Default for DownloadOptions {
             timeout: Duration::from_secs(300),
             max_bytes: 256 * 1024 * 1024,
             max_redirects: 5,
-            system_roots: true,
-            extra_ca_pem: None,
+            trust: TrustRoots::system(),
         }
     }
 }
@@ -58,18 +50,9 @@ pub enum DownloadError {
         /// The host, or a placeholder.
         host: String,
     },
-    /// The extra CA is not valid PEM.
-    #[error("extra CA certificate is not valid PEM")]
-    BadCa(#[source] rustls_pki_types::pem::Error),
-    /// The extra CA was refused by rustls.
-    #[error("extra CA certificate was refused")]
-    CaRefused(#[source] rustls::Error),
-    /// No trust root is available.
-    #[error("no trusted CA certificates (system roots unavailable and no extra CA)")]
-    NoRoots,
-    /// The TLS configuration could not be built.
-    #[error("TLS configuration failed")]
-    Tls(#[source] rustls::Error),
+    /// The trust roots are unusable (a bad extra CA, or nothing trusted at all).
+    #[error("cannot set up TLS")]
+    Trust(#[from] TrustError),
     /// The request could not be sent (DNS, connect, TLS handshake).
     #[error("request to {host} failed")]
     Request {
@@ -145,45 +128,16 @@ pub async fn download(url: &str, options: &DownloadOptions) -> Result<Vec<u8>, D
     }
 }
 
-type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Empty<Bytes>>;
-
-fn client(options: &DownloadOptions) -> Result<HttpsClient, DownloadError> {
-    let mut roots = RootCertStore::empty();
-    if options.system_roots {
-        let native = rustls_native_certs::load_native_certs();
-        let (added, _ignored) = roots.add_parsable_certificates(native.certs);
-        tracing::debug!(added, "loaded system trust roots");
-    }
-    if let Some(pem) = &options.extra_ca_pem {
-        for cert in CertificateDer::pem_slice_iter(pem.as_bytes()) {
-            roots
-                .add(cert.map_err(DownloadError::BadCa)?)
-                .map_err(DownloadError::CaRefused)?;
-        }
-    }
-    if roots.is_empty() {
-        return Err(DownloadError::NoRoots);
-    }
-    let tls = rustls::ClientConfig::builder_with_provider(Arc::new(
-        rustls::crypto::ring::default_provider(),
-    ))
-    .with_safe_default_protocol_versions()
-    .map_err(DownloadError::Tls)?
-    .with_root_certificates(roots)
-    .with_no_client_auth();
-    let mut http = HttpConnector::new();
-    http.enforce_http(false);
-    http.set_connect_timeout(Some(options.connect_timeout));
-    let https = hyper_rustls::HttpsConnectorBuilder::new()
-        .with_tls_config(tls)
-        .https_only()
-        .enable_http1()
-        .wrap_connector(http);
-    Ok(Client::builder(TokioExecutor::new()).build(https))
+fn client(options: &DownloadOptions) -> Result<HttpsClient<Empty<Bytes>>, DownloadError> {
+    Ok(https_client::build(&ClientOptions {
+        trust: options.trust.clone(),
+        connect_timeout: Some(options.connect_timeout),
+        allow_http: false,
+    })?)
 }
 
 async fn fetch(
-    client: &HttpsClient,
+    client: &HttpsClient<Empty<Bytes>>,
     mut url: url::Url,
     options: &DownloadOptions,
 ) -> Result<Vec<u8>, DownloadError> {

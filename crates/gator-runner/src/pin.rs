@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-/// The gator release the project is written against (`../shared/spec/gatekeeper.md` §1.1).
+/// The gator release the project is written against (see `docs/gator-cli.md`).
 pub const GATOR_VERSION: &str = "v3.22.0";
 
 /// The upstream release URL of `gator` [`GATOR_VERSION`] for `os_arch` (`linux-amd64`,
@@ -40,31 +40,31 @@ impl std::fmt::Debug for GatorPin {
 #[derive(Debug, Error, PartialEq, Eq)]
 pub enum PinError {
     /// `version` is missing or empty.
-    #[error("gator.version is empty")]
+    #[error("gator.version: must not be empty")]
     EmptyVersion,
     /// `version` has characters a release version does not have.
-    #[error("gator.version {0:?} is not a release version (letters, digits, `.`, `-`, `+` only)")]
+    #[error("gator.version: {0:?} is not a release version (letters, digits, `.`, `-`, `+` only)")]
     BadVersion(String),
     /// `url` is missing or empty.
-    #[error("gator.url is empty")]
+    #[error("gator.url: must not be empty")]
     EmptyUrl,
     /// `url` does not parse as an absolute URL with a host.
-    #[error("gator.url is not an absolute URL with a host")]
+    #[error("gator.url: is not an absolute URL with a host")]
     BadUrl,
     /// `url` is not `https://`.
-    #[error("gator.url must use https (host {host})")]
+    #[error("gator.url: must be an https URL (host {host})")]
     NotHttps {
         /// The URL's host.
         host: String,
     },
     /// `url` carries a user name or password.
-    #[error("gator.url must not carry credentials (host {host})")]
+    #[error("gator.url: must not carry credentials (host {host})")]
     Credentials {
         /// The URL's host.
         host: String,
     },
     /// `url` does not contain `version` anywhere.
-    #[error("gator.url (host {host}) does not contain gator.version {version:?}")]
+    #[error("gator.url: must contain gator.version {version:?} (host {host})")]
     VersionNotInUrl {
         /// The pinned version.
         version: String,
@@ -72,7 +72,7 @@ pub enum PinError {
         host: String,
     },
     /// `sha256` is not 64 lowercase hex characters.
-    #[error("gator.sha256 must be 64 lowercase hex characters (got {len} characters)")]
+    #[error("gator.sha256: must be 64 lower-case hex characters (got {len} characters)")]
     BadSha256 {
         /// How many characters were given.
         len: usize,

@@ -1,4 +1,4 @@
-//! Running `gator test` and interpreting what it printed (`../shared/spec/gatekeeper.md` §1.2).
+//! Running `gator test` and interpreting what it printed (`docs/gator-cli.md`).
 //!
 //! This is the one place in the workspace that spawns a process. gator runs as
 //! `gator test -f <dir> -o json [--enable-k8s-native-validation=<bool>]` with stdin on
@@ -294,7 +294,7 @@ fn kill_group(child: &Child) {
     }
 }
 
-/// Interprets a finished run as the spec says (see the module docs).
+/// Interprets a finished run as `docs/gator-cli.md` describes gator (see the module docs).
 pub fn interpret(output: &RawOutput) -> Result<Vec<ReviewResult>, RunError> {
     let status = match (output.code, output.signal) {
         (Some(code), _) => format!("exit {code}"),
@@ -353,7 +353,7 @@ fn excerpt(text: &str) -> String {
     }
 }
 
-/// One element of gator's JSON output (§1.2 "Output").
+/// One element of gator's JSON output (`docs/gator-cli.md`, "Output").
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct GatorResult {

@@ -7,22 +7,41 @@ use std::path::Path;
 
 use gatekeeper_engine::ReviewResult;
 use gator_runner::compare::Comparison;
-use gator_runner::evaluator::{Both, Evaluator, EvaluatorError, Gator};
+use gator_runner::engine::{Both, Gator, PolicyEngine, ReviewError, ReviewInput, ReviewSummary};
 use gator_runner::run::parse_results;
 use gator_runner::{GatorRunner, RunError};
 
-/// An evaluator that returns fixed results (stands in for the embedded engine here, so the
+/// An engine that emits fixed results (stands in for the embedded engine here, so the
 /// comparison logic is tested on exactly known inputs).
 struct Fixed(Vec<ReviewResult>);
 
-impl Evaluator for Fixed {
+impl PolicyEngine for Fixed {
     fn name(&self) -> &'static str {
         "fixed"
     }
 
-    fn evaluate(&self, _: &Path) -> Result<Vec<ReviewResult>, EvaluatorError> {
-        Ok(self.0.clone())
+    fn review(
+        &self,
+        _: ReviewInput<'_>,
+        emit: &mut dyn FnMut(ReviewResult),
+    ) -> Result<ReviewSummary, ReviewError> {
+        self.0.iter().cloned().for_each(emit);
+        Ok(ReviewSummary {
+            results: self.0.len(),
+            comparison: None,
+        })
     }
+}
+
+fn no_objects() -> ReviewInput<'static> {
+    ReviewInput::new(Vec::new(), std::iter::empty())
+}
+
+/// Reviews nothing with `engine`: the results it emitted and its summary.
+fn review(engine: &dyn PolicyEngine) -> Result<(Vec<ReviewResult>, ReviewSummary), ReviewError> {
+    let mut results = Vec::new();
+    let summary = engine.review(no_objects(), &mut |r| results.push(r))?;
+    Ok((results, summary))
 }
 
 fn recorded() -> Vec<ReviewResult> {
@@ -36,7 +55,7 @@ fn gator_printing_recorded(dir: &Path) -> Gator {
         "gator",
         &format!("cat '{}'\nexit 1", fixture.display()),
     );
-    Gator::new(GatorRunner::new(script))
+    Gator::new(GatorRunner::new(script), dir)
 }
 
 #[test]
@@ -50,12 +69,10 @@ fn same_multiset_in_another_order_with_other_actions_agrees() {
         result.details = None;
     }
     let both = Both::new(Fixed(embedded.clone()), gator_printing_recorded(dir.path()));
-    let evaluation = both.evaluate_detailed(dir.path()).unwrap();
-    assert_eq!(
-        evaluation.results, embedded,
-        "the embedded results are returned"
-    );
-    let comparison = evaluation.comparison.unwrap();
+    let (results, summary) = review(&both).unwrap();
+    assert_eq!(results, embedded, "the embedded results are emitted");
+    assert_eq!(summary.results, embedded.len());
+    let comparison = summary.comparison.unwrap();
     assert!(comparison.agrees(), "{comparison}");
     assert_eq!((comparison.left_total, comparison.right_total), (4, 4));
 }
@@ -74,17 +91,17 @@ fn every_disagreement_is_reported() {
     embedded.push(gator[2].clone());
     embedded[2].msg = "1:1: rego_type_error: undefined function data.lib.helpers.fullname".into();
     let both = Both::new(Fixed(embedded.clone()), gator_printing_recorded(dir.path()));
-    let evaluation = both.evaluate_detailed(dir.path()).unwrap();
-    assert_eq!(evaluation.results, embedded);
-    let comparison = evaluation.comparison.unwrap();
+    let (results, summary) = review(&both).unwrap();
+    assert_eq!(results, embedded);
+    let comparison = summary.comparison.unwrap();
     assert_eq!(
         comparison,
         Comparison::new("embedded", &embedded, "gator", &gator)
     );
     insta::assert_snapshot!("both_disagreements", comparison.to_string());
     insta::assert_json_snapshot!("both_disagreements_json", comparison);
-    // `evaluate` gives the embedded results only.
-    assert_eq!(both.evaluate(dir.path()).unwrap(), embedded);
+    // `review_to_vec` gives the embedded results only.
+    assert_eq!(both.review_to_vec(no_objects()).unwrap(), embedded);
 }
 
 #[test]
@@ -95,10 +112,13 @@ fn a_gator_failure_fails_the_comparison() {
         "gator",
         "echo 'no input data identified' >&2\nexit 1",
     );
-    let both = Both::new(Fixed(recorded()), Gator::new(GatorRunner::new(script)));
-    let error = both.evaluate_detailed(dir.path()).unwrap_err();
+    let both = Both::new(
+        Fixed(recorded()),
+        Gator::new(GatorRunner::new(script), dir.path()),
+    );
+    let error = review(&both).unwrap_err();
     assert!(
-        matches!(error, EvaluatorError::Gator(RunError::Failed { .. })),
+        matches!(error, ReviewError::Gator(RunError::Failed { .. })),
         "{error:?}"
     );
 }

@@ -1,4 +1,4 @@
-//! Building evaluators from configuration: `engine: embedded|gator|both`, the pin or a local
+//! Building engines from configuration: `engine: embedded|gator|both`, the pin or a local
 //! `gator.path`, and the real embedded engine compared with a stand-in gator.
 
 mod common;
@@ -9,16 +9,17 @@ use std::time::Duration;
 use bytes::Bytes;
 use common::{Member, sha, tarball};
 use gator_runner::config::{
-    BuildError, ConfigError, EngineKind, EvaluatorConfig, GatorConfig, build_evaluator,
+    BuildError, ConfigError, EngineConfig, EngineKind, GatorConfig, build_engine,
 };
 use gator_runner::download::DownloadOptions;
-use gator_runner::evaluator::{Embedded, Evaluator};
-use gator_runner::{FetchOptions, PinError};
+use gator_runner::engine::{Embedded, PolicyEngine, ReviewInput, read_dir_input};
+use gator_runner::{ExtraCa, FetchOptions, PinError, TrustRoots};
 use http::StatusCode;
 use test_support::{TestCa, TestServer, respond};
 
-fn projection() -> std::path::PathBuf {
-    common::data("projection")
+/// The objects of `tests/data/projection` (a template, a constraint, two Deployments).
+fn projection() -> ReviewInput<'static> {
+    read_dir_input(&common::data("projection")).unwrap()
 }
 
 /// A stand-in gator that records its arguments and prints `file` (the spec's JSON format).
@@ -44,10 +45,10 @@ fn local(path: &Path) -> GatorConfig {
 #[tokio::test]
 async fn embedded_needs_no_gator() {
     let work = tempfile::tempdir().unwrap();
-    let config = EvaluatorConfig::new(EngineKind::Embedded, GatorConfig::default(), work.path());
-    let evaluator = build_evaluator(&config).await.unwrap();
-    assert_eq!(evaluator.name(), "embedded");
-    let results = evaluator.evaluate(&projection()).unwrap();
+    let config = EngineConfig::new(EngineKind::Embedded, GatorConfig::default(), work.path());
+    let engine = build_engine(&config).await.unwrap();
+    assert_eq!(engine.name(), "embedded");
+    let results = engine.review_to_vec(projection()).unwrap();
     let names: Vec<_> = results.iter().map(|r| r.object.name.as_str()).collect();
     assert_eq!(names, ["api"]);
     assert_eq!(results[0].msg, "Deployment api has no owner label");
@@ -62,26 +63,31 @@ async fn gator_engines_need_a_pin_or_a_path() {
             url: Some("https://mirror.example/s3cr3t/gator-v3.22.0.tar.gz".into()),
             ..GatorConfig::default()
         };
-        let config = EvaluatorConfig::new(engine, gator.clone(), work.path());
+        let config = EngineConfig::new(engine, gator.clone(), work.path());
         assert!(!format!("{config:?}").contains("s3cr3t"), "{config:?}");
         assert!(matches!(
             config.validate(),
-            Err(ConfigError::MissingPinKey("sha256"))
+            Err(ConfigError::PartialPin { missing: "sha256" })
         ));
-        let error = build_evaluator(&config).await.err().unwrap();
+        let error = build_engine(&config).await.err().unwrap();
         assert!(matches!(
             error,
-            BuildError::Config(ConfigError::MissingPinKey("sha256"))
+            BuildError::Config(ConfigError::PartialPin { missing: "sha256" })
         ));
+        let none = EngineConfig::new(engine, GatorConfig::default(), work.path());
+        assert_eq!(
+            none.validate().unwrap_err().to_string(),
+            "gator.version: is required when the engine runs gator and gator.path is not set"
+        );
 
         gator.sha256 = Some("ABC".into());
-        let config = EvaluatorConfig::new(engine, gator, work.path());
+        let config = EngineConfig::new(engine, gator, work.path());
         assert!(matches!(
             config.validate(),
             Err(ConfigError::Pin(PinError::BadSha256 { len: 3 }))
         ));
 
-        let config = EvaluatorConfig::new(engine, local(&work.path().join("absent")), work.path());
+        let config = EngineConfig::new(engine, local(&work.path().join("absent")), work.path());
         assert!(matches!(
             config.validate(),
             Err(ConfigError::PathNotFile(_))
@@ -108,33 +114,39 @@ fn gator_section_deserializes_strictly() {
 async fn local_gator_path_is_used_as_is() {
     let dir = tempfile::tempdir().unwrap();
     let gator = stand_in(dir.path(), "gator-projection.json");
-    let mut config = EvaluatorConfig::new(EngineKind::Gator, local(&gator), dir.path());
+    let mut config = EngineConfig::new(EngineKind::Gator, local(&gator), dir.path());
     config.timeout = Duration::from_secs(20);
-    let evaluator = build_evaluator(&config).await.unwrap();
-    assert_eq!(evaluator.name(), "gator");
-    let results = evaluator.evaluate(&projection()).unwrap();
+    let engine = build_engine(&config).await.unwrap();
+    assert_eq!(engine.name(), "gator");
+    let results = engine.review_to_vec(projection()).unwrap();
     assert_eq!(results.len(), 1);
     let args = std::fs::read_to_string(dir.path().join("args.txt")).unwrap();
     assert_eq!(
         args,
-        format!("test\n-f\n{}\n-o\njson\n", projection().display()),
-        "engine gator keeps gator's default for native validation"
+        format!("test\n-f\n{}\n-o\njson\n", dir.path().join("in").display()),
+        "gator reads the objects it wrote to <work>/in, and keeps its default for native validation"
     );
+    // Every object was written there, one file each (and the manifest of what was written).
+    let written = std::fs::read_dir(dir.path().join("in")).unwrap().count();
+    assert_eq!(written, 4 + 1);
 }
 
 #[tokio::test]
 async fn both_agrees_when_gator_gives_the_embedded_results() {
     let dir = tempfile::tempdir().unwrap();
     let gator = stand_in(dir.path(), "gator-projection.json");
-    let config = EvaluatorConfig::new(EngineKind::Both, local(&gator), dir.path());
-    let evaluator = build_evaluator(&config).await.unwrap();
-    assert_eq!(evaluator.name(), "both");
-    let evaluation = evaluator.evaluate_detailed(&projection()).unwrap();
-    let comparison = evaluation.comparison.unwrap();
+    let config = EngineConfig::new(EngineKind::Both, local(&gator), dir.path());
+    let engine = build_engine(&config).await.unwrap();
+    assert_eq!(engine.name(), "both");
+    let mut results = Vec::new();
+    let summary = engine
+        .review(projection(), &mut |r| results.push(r))
+        .unwrap();
+    let comparison = summary.comparison.unwrap();
     assert!(comparison.agrees(), "{comparison}");
     assert_eq!(
-        evaluation.results,
-        Embedded::default().evaluate(&projection()).unwrap()
+        results,
+        Embedded::default().review_to_vec(projection()).unwrap()
     );
     let args = std::fs::read_to_string(dir.path().join("args.txt")).unwrap();
     assert!(
@@ -147,10 +159,10 @@ async fn both_agrees_when_gator_gives_the_embedded_results() {
 async fn both_reports_what_gator_did_not_find() {
     let dir = tempfile::tempdir().unwrap();
     let gator = common::script(dir.path(), "gator-null", "printf null");
-    let config = EvaluatorConfig::new(EngineKind::Both, local(&gator), dir.path());
-    let evaluator = build_evaluator(&config).await.unwrap();
-    let comparison = evaluator
-        .evaluate_detailed(&projection())
+    let config = EngineConfig::new(EngineKind::Both, local(&gator), dir.path());
+    let engine = build_engine(&config).await.unwrap();
+    let comparison = engine
+        .review(projection(), &mut |_| {})
         .unwrap()
         .comparison
         .unwrap();
@@ -184,20 +196,19 @@ async fn pinned_gator_is_downloaded_verified_and_run() {
         sha256: Some(sha(&archive)),
         ..GatorConfig::default()
     };
-    let mut config = EvaluatorConfig::new(EngineKind::Gator, gator, work.path());
+    let mut config = EngineConfig::new(EngineKind::Gator, gator, work.path());
     config.fetch = FetchOptions {
         download: DownloadOptions {
-            system_roots: false,
-            extra_ca_pem: Some(ca.ca_pem().to_string()),
+            trust: TrustRoots::only([ExtraCa::pem("test CA", ca.ca_pem())]),
             ..DownloadOptions::default()
         },
         ..FetchOptions::default()
     };
-    let evaluator = build_evaluator(&config).await.unwrap();
-    let results = evaluator.evaluate(&projection()).unwrap();
+    let engine = build_engine(&config).await.unwrap();
+    let results = engine.review_to_vec(projection()).unwrap();
     assert_eq!(
         results,
-        Embedded::default().evaluate(&projection()).unwrap()
+        Embedded::default().review_to_vec(projection()).unwrap()
     );
     assert_eq!(server.requests().len(), 1);
 
@@ -205,7 +216,7 @@ async fn pinned_gator_is_downloaded_verified_and_run() {
     config.gator.sha256 = Some(sha(b"other"));
     let work = tempfile::tempdir().unwrap();
     config.work_dir = work.path().to_path_buf();
-    let error = build_evaluator(&config).await.err().unwrap();
+    let error = build_engine(&config).await.err().unwrap();
     assert!(matches!(error, BuildError::Fetch(_)), "{error:?}");
 }
 
@@ -226,14 +237,14 @@ fn endless_objects() -> Vec<serde_json::Value> {
 
 #[test]
 fn the_embedded_engine_gets_the_configured_timeout_as_its_time_budget() {
-    let mut config = EvaluatorConfig::new(EngineKind::Embedded, GatorConfig::default(), "/tmp");
+    let mut config = EngineConfig::new(EngineKind::Embedded, GatorConfig::default(), "/tmp");
     config.timeout = Duration::from_millis(300);
     assert_eq!(
         config.embedded_options().time_budget,
         Some(Duration::from_millis(300))
     );
     let error = Embedded::new(config.embedded_options())
-        .evaluate_objects(endless_objects())
+        .review_to_vec(ReviewInput::sorted_out(endless_objects()))
         .unwrap_err();
     assert_eq!(error.to_string(), "embedded engine failed");
     assert_eq!(

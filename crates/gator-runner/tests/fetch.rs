@@ -13,7 +13,9 @@ use common::{Member, chain, sha, tarball};
 use gator_runner::archive::ArchiveError;
 use gator_runner::download::{DownloadError, DownloadOptions};
 use gator_runner::fetch::{binary_path, cache_path};
-use gator_runner::{FetchError, FetchOptions, GatorPin, fetch_gator};
+use gator_runner::{
+    ExtraCa, FetchError, FetchOptions, GatorPin, TrustError, TrustRoots, fetch_gator,
+};
 use http::StatusCode;
 use test_support::{TestCa, TestServer, respond};
 
@@ -37,8 +39,7 @@ fn serve(ca: &TestCa, body: Vec<u8>) -> TestServer {
 fn options(ca: &TestCa) -> FetchOptions {
     FetchOptions {
         download: DownloadOptions {
-            system_roots: false,
-            extra_ca_pem: Some(ca.ca_pem().to_string()),
+            trust: TrustRoots::only([ExtraCa::pem("test CA", ca.ca_pem())]),
             connect_timeout: Duration::from_secs(5),
             timeout: Duration::from_secs(20),
             ..DownloadOptions::default()
@@ -404,10 +405,13 @@ async fn untrusted_certificate_and_refused_connection_are_errors() {
     );
     // No trust roots at all.
     let mut none = options(&ca);
-    none.download.extra_ca_pem = None;
+    none.download.trust = TrustRoots::only([]);
     let error = fetch_err(&server, &sha(&archive), &none, work.path()).await;
     assert!(
-        matches!(error, FetchError::Download(DownloadError::NoRoots)),
+        matches!(
+            error,
+            FetchError::Download(DownloadError::Trust(TrustError::NoRoots))
+        ),
         "{error:?}"
     );
 }

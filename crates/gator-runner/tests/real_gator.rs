@@ -10,9 +10,10 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use gator_runner::GatorRunner;
-use gator_runner::config::{EngineKind, EvaluatorConfig, GatorConfig, build_evaluator};
-use gator_runner::evaluator::{Both, Embedded, Evaluator, Gator};
+use gator_runner::config::{EngineConfig, EngineKind, GatorConfig, build_engine};
+use gator_runner::engine::{Both, Embedded, Gator, PolicyEngine, ReviewInput};
 use http::StatusCode;
+use serde_json::Value;
 use test_support::real::{Extracted, Tool, require};
 use test_support::{TestCa, TestServer, respond};
 
@@ -28,13 +29,13 @@ fn fixture_clusters() -> Vec<PathBuf> {
         .collect()
 }
 
-/// `cluster`'s projection written as a report writes `<work>/in`.
-fn project(cluster: &Path, work: &Path) -> PathBuf {
+/// `cluster`'s projected objects, as a report run hands them to an engine.
+fn review_input(cluster: &Path) -> ReviewInput<'static> {
     let state = cluster_projection::read_snapshot(cluster)
         .unwrap_or_else(|e| panic!("{}: {e}", cluster.display()));
-    cluster_projection::write_projection(&state, work)
-        .expect("write the projection")
-        .dir
+    let (policy, workloads) = cluster_projection::project_split(&state).expect("project");
+    let workloads: Vec<Value> = workloads.collect();
+    ReviewInput::new(policy, workloads.into_iter())
 }
 
 /// Serves the real tarball at `/<version>/<file name>`, as a release mirror would.
@@ -71,18 +72,16 @@ async fn real_gator_is_downloaded_verified_extracted_and_run_through_the_report_
     let ca = TestCa::new();
     let server = serve(&ca, &gator);
     let work = tempfile::tempdir().unwrap();
-    let input = project(&fixtures().join("demo/cluster"), work.path());
+    let input = review_input(&fixtures().join("demo/cluster"));
 
-    let mut config = EvaluatorConfig::new(
+    let mut config = EngineConfig::new(
         EngineKind::Both,
         pinned(&server, &gator, &gator.sha256),
         work.path(),
     );
     config.timeout = Duration::from_secs(120);
     config.fetch = common::trusting(&ca);
-    let evaluator = build_evaluator(&config)
-        .await
-        .expect("fetch the real gator");
+    let engine = build_engine(&config).await.expect("fetch the real gator");
     assert_eq!(server.requests().len(), 1, "downloaded once");
     let extracted = gator_runner::fetch::binary_path(work.path());
     assert_eq!(
@@ -91,12 +90,15 @@ async fn real_gator_is_downloaded_verified_extracted_and_run_through_the_report_
         "the binary extracted by gator-runner is the tarball's"
     );
 
-    let input_dir = input.clone();
-    let evaluation = tokio::task::spawn_blocking(move || evaluator.evaluate_detailed(&input_dir))
+    let summary = tokio::task::spawn_blocking(move || engine.review(input, &mut |_| {}))
         .await
         .unwrap()
         .expect("both engines run");
-    let comparison = evaluation.comparison.expect("both compares");
+    assert!(
+        gator_runner::fetch::binary_path(work.path()).exists() && work.path().join("in").is_dir(),
+        "gator read the objects it wrote to <work>/in"
+    );
+    let comparison = summary.comparison.expect("both compares");
     assert!(comparison.agrees(), "{comparison}");
     assert!(
         comparison.right_total > 0,
@@ -110,7 +112,7 @@ async fn real_gator_is_downloaded_verified_extracted_and_run_through_the_report_
     config.gator = pinned(&server, &gator, &wrong);
     let other_work = tempfile::tempdir().unwrap();
     config.work_dir = other_work.path().to_path_buf();
-    let error = build_evaluator(&config)
+    let error = build_engine(&config)
         .await
         .err()
         .expect("a wrong pin fails");
@@ -141,15 +143,14 @@ fn real_gator_and_the_embedded_engine_agree_on_every_fixture_cluster() {
     let runner = GatorRunner::new(gator.bin("gator"))
         .with_timeout(Duration::from_secs(120))
         .with_k8s_native_validation(Some(false));
-    let both = Both::new(Embedded::default(), Gator::new(runner));
     let mut violations = 0;
     for cluster in fixture_clusters() {
         let work = tempfile::tempdir().unwrap();
-        let input = project(&cluster, work.path());
-        let evaluation = both
-            .evaluate_detailed(&input)
+        let both = Both::new(Embedded::default(), Gator::new(runner.clone(), work.path()));
+        let summary = both
+            .review(review_input(&cluster), &mut |_| {})
             .unwrap_or_else(|e| panic!("{}: {}", cluster.display(), anyhow_like(&e)));
-        let comparison = evaluation.comparison.expect("both compares");
+        let comparison = summary.comparison.expect("both compares");
         assert!(comparison.agrees(), "{}: {comparison}", cluster.display());
         violations += comparison.right_total;
     }

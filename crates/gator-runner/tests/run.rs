@@ -1,8 +1,9 @@
 //! Running a stand-in `gator` (a shell script written by the test) that prints recorded outputs
-//! in the exact formats of `../shared/spec/gatekeeper.md` §1.2, and interpreting them.
+//! in the exact formats `docs/gator-cli.md` describes, and interpreting them.
 
 mod common;
 
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -194,19 +195,47 @@ fn a_hang_is_killed_at_the_timeout() {
     assert!(started.elapsed() < Duration::from_secs(30));
 }
 
+/// Set in the child of [`stdin_is_dev_null_even_when_the_runner_reads_a_pipe`]: the work dir.
+const STDIN_CHILD: &str = "GATOR_RUNNER_TEST_STDIN_CHILD";
+
 #[test]
-fn stdin_must_be_dev_null() {
-    // The stand-in refuses anything but /dev/null on fd 0; the runner's results prove it passed.
+fn stdin_is_dev_null_even_when_the_runner_reads_a_pipe() {
+    // The stand-in refuses anything but /dev/null on fd 0, and fails if it can read a line; the
+    // runner's results prove it passed.
+    if let Some(dir) = std::env::var_os(STDIN_CHILD) {
+        let dir = Path::new(&dir);
+        let gator = stand_in(
+            dir,
+            "if read -r line; then echo \"read $line\" >&2; exit 3; fi\nprintf null",
+        );
+        assert!(
+            GatorRunner::new(&gator)
+                .test(&input(dir))
+                .unwrap()
+                .is_empty()
+        );
+        return;
+    }
+    // The runner is a child test process whose fd 0 is a real pipe holding a line, so gator
+    // would find that line if it inherited the runner's stdin (the harness's own stdin may
+    // already be /dev/null, which would prove nothing).
     let dir = tempfile::tempdir().unwrap();
-    let gator = stand_in(
-        dir.path(),
-        "if read -r line; then echo \"read $line\" >&2; exit 3; fi\nprintf null",
-    );
+    let (reader, mut writer) = std::io::pipe().unwrap();
+    writer.write_all(b"a line gator must never read\n").unwrap();
+    drop(writer);
+    let name = "stdin_is_dev_null_even_when_the_runner_reads_a_pipe";
+    let output = std::process::Command::new(std::env::current_exe().unwrap())
+        .args(["--exact", name, "--nocapture", "--test-threads", "1"])
+        .env(STDIN_CHILD, dir.path())
+        .stdin(reader)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stdout}\n{stderr}");
     assert!(
-        GatorRunner::new(&gator)
-            .test(&input(dir.path()))
-            .unwrap()
-            .is_empty()
+        stdout.contains("1 passed"),
+        "the child ran the test: {stdout}"
     );
 }
 

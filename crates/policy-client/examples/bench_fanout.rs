@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use admission_core::enforcement::enforcement_warnings;
 use admission_core::{all_policy_drift, ecr_augmentation, prefill_namespaces, region_verdicts};
-use policy_client::{Auth, FetchOptions, PolicyClient, Region, TrustRoots};
+use policy_client::{Auth, FetchOptions, PolicyClient, Region, trust_with_ca_file};
 use serde_json::{Value, json};
 use test_support::TestCa;
 use test_support::policy_server::{Behaviour, PolicyServer, sample_policy_response};
@@ -50,7 +50,7 @@ fn main() -> ExitCode {
     let client = PolicyClient::with_trust(
         Auth::None,
         FetchOptions::default(),
-        &TrustRoots::system_and(Some(ca_file.path())),
+        &trust_with_ca_file(Some(ca_file.path())),
     )
     .expect("client");
     let policies = client

@@ -11,9 +11,9 @@ use http::header::RETRY_AFTER;
 use http::{HeaderMap, StatusCode};
 use serde_json::Value;
 
-use crate::redact::Redactor;
 use crate::request::RequestError;
 use crate::timing;
+use redaction::Redactor;
 
 /// The largest response body accepted (8 MiB); reading stops there.
 pub const MAX_BODY_BYTES: usize = 8 * 1024 * 1024;
@@ -88,13 +88,13 @@ impl FetchError {
     pub fn scrubbed(self, redactor: &Redactor) -> FetchError {
         match self {
             FetchError::Tls { detail } => FetchError::Tls {
-                detail: redactor.scrub(&detail).into_owned(),
+                detail: redactor.redact(&detail),
             },
             FetchError::Connect { detail } => FetchError::Connect {
-                detail: redactor.scrub(&detail).into_owned(),
+                detail: redactor.redact(&detail),
             },
             FetchError::NotJson { detail } => FetchError::NotJson {
-                detail: redactor.scrub(&detail).into_owned(),
+                detail: redactor.redact(&detail),
             },
             other => other,
         }

@@ -15,11 +15,11 @@ use tokio::time::Instant;
 use tracing::Instrument;
 
 use crate::classify::{FetchError, StatusAction, classify_status, parse_body, retry_delay};
-use crate::redact::Redactor;
 use crate::regions::{Auth, Region, RegionsConfig};
 use crate::request::{build_policy_request, credentials_in_use, sensitive_header_values};
 use crate::timing::instant_after;
-use crate::transport::{ClientError, Transport, TrustRoots};
+use crate::transport::{ClientError, Transport, TrustRoots, trust_with_ca_file};
+use redaction::Redactor;
 
 /// Reads credentials by variable name (the process environment, or a map in tests).
 pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
@@ -93,7 +93,7 @@ impl PolicyClient {
         PolicyClient::with_trust(
             config.auth.clone(),
             FetchOptions::from_config(config),
-            &TrustRoots::system_and(config.ca_file.as_deref()),
+            &trust_with_ca_file(config.ca_file.as_deref()),
         )
     }
 
@@ -117,11 +117,6 @@ impl PolicyClient {
     /// The same client reading credentials through `env` instead of the process environment.
     pub fn with_env(&self, env: impl Fn(&str) -> Option<String> + Send + Sync + 'static) -> Self {
         self.rebuild(|inner| inner.env = Arc::new(env))
-    }
-
-    /// The same client with other timeouts and retry policy.
-    pub fn with_options(&self, options: FetchOptions) -> Self {
-        self.rebuild(|inner| inner.options = options)
     }
 
     /// The timeouts and retry policy in force.
@@ -186,7 +181,7 @@ impl PolicyClient {
                     let mut policy = into_region_policy(&region.name, result);
                     // The reason was built from scrubbed text; scrub it once more, as every
                     // reason is, in case a conversion re-encoded something.
-                    policy.reason = policy.reason.map(|r| redactor.scrub(&r).into_owned());
+                    policy.reason = policy.reason.map(|r| redactor.redact(&r));
                     tracing::debug!(status = ?policy.status, "policy read finished");
                     (index, policy)
                 }
@@ -302,9 +297,9 @@ impl Inner {
         let mut sent = Vec::new();
         let result = self.read_document(region, deadline, &mut sent).await;
         let secrets = credentials_in_use(&self.auth, self.env.as_ref());
-        let redactor = Redactor::new(secrets.into_iter().chain(sent));
+        let redactor = Redactor::for_credentials(secrets.into_iter().chain(sent));
         let result = match result {
-            Ok(body) => Ok(redactor.scrub_value(body)),
+            Ok(body) => Ok(redactor.redact_value(body)),
             Err(error) => Err(error.scrubbed(&redactor)),
         };
         (result, redactor)

@@ -6,12 +6,13 @@
 //! - [`regions`]: the regions file (`jobcheck.yaml`) — parsing, validation, `-r` selection;
 //! - [`request`]: sans-IO building of the signed/authenticated `http::Request` per region;
 //! - [`classify`]: pure classification of statuses and bodies, retry decisions, stable reasons;
-//! - [`redact`]: the one scrubber of response-derived text, knowing the credentials in use;
+//! - the workspace's one redactor (`redaction`, re-exported as [`Redactor`]) scrubs
+//!   response-derived text of the credentials in use ([`Redactor::for_credentials`]);
 //! - `timing`: saturating deadline and backoff arithmetic;
-//! - `transport`: the one place that sends (hyper + hyper-rustls, rustls `ring`, system roots
-//!   plus `caFile`, body capped at 8 MiB, no redirects);
+//! - `transport`: the one place that sends (the workspace's `https-client`: system roots plus
+//!   `caFile`, body capped at 8 MiB, no redirects);
 //! - [`client`]: retries, per-request timeout, fan-out deadline, requested-order results;
-//! - [`view`]: the `jobcheck policy` table (spec §4.1) of one region's response.
+//! - [`view`]: the `jobcheck policy` table (`docs/gco-policy-endpoint.md`) of one region's response.
 //!
 //! Wiring `jobcheck check` (synchronous caller):
 //!
@@ -39,7 +40,6 @@
 
 pub mod classify;
 pub mod client;
-pub mod redact;
 pub mod regions;
 pub mod request;
 mod timing;
@@ -48,11 +48,12 @@ pub mod view;
 
 pub use classify::{FetchError, MAX_BODY_BYTES};
 pub use client::{EnvLookup, FetchOptions, PolicyClient, into_region_policy};
-pub use redact::{REDACTED, Redactor};
+pub use https_client::ExtraCa;
+pub use redaction::{REDACTED, Redactor};
 pub use regions::{
     Auth, REGION_NAME_RULE, Region, RegionsConfig, RegionsFileError, SelectError, dedup_keep_first,
     is_valid_region_name,
 };
 pub use request::{RequestError, build_policy_request};
-pub use transport::{ClientError, MAX_CA_FILE_BYTES, TrustRoots};
+pub use transport::{ClientError, MAX_CA_FILE_BYTES, TrustRoots, trust_with_ca_file};
 pub use view::policy_table;

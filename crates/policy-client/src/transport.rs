@@ -1,68 +1,38 @@
-//! The one place that talks to the network: an HTTPS/1.1 client (hyper + hyper-rustls, rustls
-//! with the `ring` provider) trusting the system roots plus an optional `caFile` (read capped at
-//! [`MAX_CA_FILE_BYTES`], regular files only), sending one request and reading its body up to
-//! [`MAX_BODY_BYTES`].
+//! The one place that talks to the network: the workspace's HTTPS client (`https-client`, hyper
+//! over rustls with the `ring` provider) trusting the system roots plus an optional `caFile`
+//! (read capped at [`MAX_CA_FILE_BYTES`], regular files only, refused whole when any part of it
+//! is unusable), sending one request and reading its body up to [`MAX_BODY_BYTES`].
 //!
 //! Redirects are never followed (hyper does not); timeouts are applied by the caller.
 
 use std::error::Error as StdError;
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::path::Path;
 
 use bytes::Bytes;
 use http::header::CONTENT_LENGTH;
 use http::{HeaderMap, Request, StatusCode};
 use http_body_util::{BodyExt, Empty, LengthLimitError, Limited};
+use https_client::{ClientOptions, ExtraCa, HttpsClient};
+pub use https_client::{MAX_CA_FILE_BYTES, TrustRoots};
 use hyper::body::Incoming;
-use hyper_rustls::{HttpsConnector, HttpsConnectorBuilder};
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
-use rustls::RootCertStore;
 
 use crate::classify::{FetchError, MAX_BODY_BYTES};
 
 /// Why the HTTPS client could not be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
-    /// The `caFile` could not be read: missing, not a regular file, larger than
-    /// [`MAX_CA_FILE_BYTES`]. The message names the path and the problem.
-    #[error("cannot read caFile: {0}")]
-    CaFileRead(bounded_input::ReadError),
-    /// The `caFile` holds no usable PEM certificate.
-    #[error("caFile {path} holds no usable PEM certificate")]
-    CaFileEmpty {
-        /// The path that was read.
-        path: PathBuf,
-    },
-    /// The TLS configuration could not be built.
-    #[error("cannot configure TLS")]
-    Tls(#[source] rustls::Error),
+    /// The trust roots are unusable: the `caFile` cannot be read or holds no usable certificate
+    /// (the message names the file and the problem), or nothing is trusted at all.
+    #[error(transparent)]
+    Trust(#[from] https_client::TrustError),
     /// The async runtime for a blocking call could not be started.
     #[error("cannot start the async runtime")]
     Runtime(#[source] std::io::Error),
 }
 
-/// The largest `caFile` read (a bundle of every public root is under 300 KiB).
-pub const MAX_CA_FILE_BYTES: u64 = 4 * 1024 * 1024;
-
-/// Which certificates the client trusts.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct TrustRoots {
-    /// Trust the operating system's roots (rustls-native-certs).
-    pub system: bool,
-    /// Extra PEM files (the regions file's `caFile`).
-    pub ca_files: Vec<PathBuf>,
-}
-
-impl TrustRoots {
-    /// System roots plus `ca_file` when given (what the regions file asks for).
-    pub fn system_and(ca_file: Option<&Path>) -> TrustRoots {
-        TrustRoots {
-            system: true,
-            ca_files: ca_file.map(Path::to_path_buf).into_iter().collect(),
-        }
-    }
+/// The system roots plus the regions file's `caFile`, when it names one.
+pub fn trust_with_ca_file(ca_file: Option<&Path>) -> TrustRoots {
+    TrustRoots::system_and(ca_file.map(|path| ExtraCa::file("caFile", path)))
 }
 
 /// A response's head and its complete (capped) body.
@@ -76,43 +46,16 @@ pub(crate) struct Answer {
 /// The HTTPS client, cheap to clone.
 #[derive(Clone, Debug)]
 pub(crate) struct Transport {
-    client: Client<HttpsConnector<HttpConnector>, Empty<Bytes>>,
+    client: HttpsClient<Empty<Bytes>>,
 }
 
 impl Transport {
-    /// A client trusting `trust`.
+    /// A client trusting `trust` (https only).
     pub(crate) fn new(trust: &TrustRoots) -> Result<Transport, ClientError> {
-        let mut roots = RootCertStore::empty();
-        if trust.system {
-            // Unreadable system stores are skipped: a caFile may still make the set usable, and a
-            // missing root shows up per region as a TLS failure.
-            let native = rustls_native_certs::load_native_certs();
-            roots.add_parsable_certificates(native.certs);
-        }
-        for path in &trust.ca_files {
-            let pem = bounded_input::read_file(path, MAX_CA_FILE_BYTES)
-                .map_err(ClientError::CaFileRead)?;
-            let certs: Vec<_> = rustls_pemfile::certs(&mut pem.as_slice())
-                .filter_map(Result::ok)
-                .collect();
-            let (added, _ignored) = roots.add_parsable_certificates(certs);
-            if added == 0 {
-                return Err(ClientError::CaFileEmpty { path: path.clone() });
-            }
-        }
-        let config = rustls::ClientConfig::builder_with_provider(Arc::new(
-            rustls::crypto::ring::default_provider(),
-        ))
-        .with_safe_default_protocol_versions()
-        .map_err(ClientError::Tls)?
-        .with_root_certificates(roots)
-        .with_no_client_auth();
-        let connector = HttpsConnectorBuilder::new()
-            .with_tls_config(config)
-            .https_only()
-            .enable_http1()
-            .build();
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        let client = https_client::build(&ClientOptions {
+            trust: trust.clone(),
+            ..ClientOptions::default()
+        })?;
         Ok(Transport { client })
     }
 

@@ -1,5 +1,5 @@
-//! The `jobcheck policy -r REGION` table (spec §4.1): one region's full `GET /api/v1/policy`
-//! response rendered for people. Pure; values are printed the way the reference prints them
+//! The `jobcheck policy -r REGION` table (`docs/gco-policy-endpoint.md`): one region's full
+//! `GET /api/v1/policy` response rendered for people. Pure; values are printed the way the reference prints them
 //! (Python `str()`: `True`, `None`, `{'cpu': '4'}`).
 //!
 //! Choices where the reference text leaves room: a missing value prints `None` (so a missing cap
@@ -12,7 +12,7 @@ use serde_json::{Map, Value};
 
 const RULE: &str = "------------------------------------------------------------";
 
-/// Renders the §4.1 table for the response `body` read for `region_flag` (the `-r` value, used
+/// Renders the table for the response `body` read for `region_flag` (the `-r` value, used
 /// when the body names no region). Ends with a newline.
 pub fn policy_table(region_flag: &str, body: &Value) -> String {
     let empty = Map::new();

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use admission_core::{FetchStatus, NO_POLICY_REASON, RegionPolicy};
 use policy_client::{
-    Auth, FetchError, FetchOptions, PolicyClient, Region, RegionsConfig, TrustRoots,
+    Auth, FetchError, FetchOptions, PolicyClient, Region, RegionsConfig, trust_with_ca_file,
 };
 use serde_json::json;
 use test_support::policy_server::{
@@ -292,8 +292,7 @@ async fn the_ca_file_is_trusted_and_an_unknown_ca_is_a_tls_failure() {
 
     // Without the caFile only the system roots remain, which do not know the test CA.
     let untrusted =
-        PolicyClient::with_trust(Auth::None, fast_options(), &TrustRoots::system_and(None))
-            .unwrap();
+        PolicyClient::with_trust(Auth::None, fast_options(), &trust_with_ca_file(None)).unwrap();
     let results = untrusted
         .fetch_region_policies(&fx.regions(&["us-east-1"]))
         .await;
@@ -310,7 +309,7 @@ async fn the_ca_file_is_trusted_and_an_unknown_ca_is_a_tls_failure() {
     let error = PolicyClient::with_trust(
         Auth::None,
         fast_options(),
-        &TrustRoots::system_and(Some(&bogus)),
+        &trust_with_ca_file(Some(&bogus)),
     )
     .unwrap_err();
     assert_eq!(

@@ -181,10 +181,13 @@ async fn options_at_the_limits_of_duration_do_not_overflow() {
         status_and_reason(&results[1]),
         (FetchStatus::Error, "HTTP 429 Too Many Requests".to_string())
     );
-    let unbounded = client.with_options(FetchOptions {
-        deadline: Duration::MAX,
-        ..client.options().clone()
-    });
+    let unbounded = fx.client(
+        Auth::None,
+        FetchOptions {
+            deadline: Duration::MAX,
+            ..client.options().clone()
+        },
+    );
     assert!(
         unbounded
             .fetch_policy_document(&fx.region("a"))

@@ -1,4 +1,4 @@
-//! The `jobcheck policy` table (spec §4.1), snapshotted.
+//! The `jobcheck policy` table (`docs/gco-policy-endpoint.md`), snapshotted.
 
 use policy_client::policy_table;
 use serde_json::json;

@@ -13,6 +13,10 @@
 //! Decoding happens once: `%252F` is `%2F`, not `/`. Both a text and the secrets searched for in
 //! it go through the same function, so whatever a secret looks like, its canonical bytes are
 //! what is searched for.
+//!
+//! The **literal** form ([`literal_units`]) only folds case and drops whitespace. It is searched
+//! too, because decoding is greedy: a `%` or `\` just before an echoed secret can swallow the
+//! secret's first characters into an escape (`…%` + `AB12…` decodes as the byte `0xAB`).
 
 /// One byte of the canonical form and where it came from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -28,12 +32,27 @@ pub(crate) struct Unit {
 
 /// The canonical units of `text`.
 pub(crate) fn units(text: &str) -> Vec<Unit> {
+    units_of(text, true)
+}
+
+/// The literal units of `text`: case-folded, whitespace dropped, nothing decoded.
+pub(crate) fn literal_units(text: &str) -> Vec<Unit> {
+    units_of(text, false)
+}
+
+fn units_of(text: &str, decode: bool) -> Vec<Unit> {
     let bytes = text.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut gap = false;
     let mut at = 0;
     while at < bytes.len() {
-        let (decoded, next) = decode_at(bytes, at);
+        let (decoded, next) = if decode {
+            decode_at(bytes, at)
+        } else if bytes[at].is_ascii_whitespace() {
+            (Decoded::Space, at + 1)
+        } else {
+            (one(bytes[at]), at + 1)
+        };
         match decoded {
             Decoded::Space => gap = true,
             Decoded::Bytes(array, len) => {
@@ -59,6 +78,11 @@ pub(crate) fn units(text: &str) -> Vec<Unit> {
 /// The canonical bytes of `text` (what [`units`] yields, without positions).
 pub(crate) fn bytes(text: &str) -> Vec<u8> {
     units(text).into_iter().map(|u| u.byte).collect()
+}
+
+/// The literal bytes of `text` (what [`literal_units`] yields, without positions).
+pub(crate) fn literal_bytes(text: &str) -> Vec<u8> {
+    literal_units(text).into_iter().map(|u| u.byte).collect()
 }
 
 enum Decoded {
@@ -173,6 +197,14 @@ mod tests {
         let units = units(original);
         let spans: Vec<&str> = units.iter().map(|u| &original[u.start..u.end]).collect();
         assert_eq!(spans, ["a", "%2F", "b", "\\/", "c"]);
+    }
+
+    #[test]
+    fn the_literal_form_only_folds_case_and_drops_whitespace() {
+        assert_eq!(text(&literal_units(r"A%2f \n\/B")), r"a%2f\n\/b");
+        let units = literal_units("x %41");
+        assert_eq!(text(&units), "x%41");
+        assert!(units[1].gap_before);
     }
 
     #[test]

@@ -1,30 +1,150 @@
 //! What to search for, derived from one secret: the fragments of a URL, the base64 forms of a
-//! credential, the credential inside an `Authorization` value.
+//! credential, the credential inside an `Authorization` value, and for a credential a client
+//! sent itself every encoding a server could echo it in (hex, base64 at any alignment).
 
 use base64::Engine;
 use base64::engine::general_purpose::{STANDARD, STANDARD_NO_PAD, URL_SAFE, URL_SAFE_NO_PAD};
+use percent_encoding::{AsciiSet, CONTROLS, NON_ALPHANUMERIC, utf8_percent_encode};
 
-/// One text to search for, before canonicalization, and whether it may only match a whole word.
+/// Where a needle may match.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub(crate) enum Matching {
+    /// Only as a whole word (not glued to letters, digits, `_` or `-`).
+    Word,
+    /// Anywhere once it is long enough to be told from text (see `MATCH_ANYWHERE`), else as a
+    /// whole word.
+    AnywhereIfLong,
+    /// Anywhere: a credential the client sent, or its encodings, which a server may glue to
+    /// other text (`base64("Bearer " + token)`).
+    Anywhere,
+}
+
+/// One text to search for, before canonicalization, and where it may match.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Needle {
     pub(crate) text: String,
-    pub(crate) whole_word: bool,
+    pub(crate) matching: Matching,
 }
 
 impl Needle {
-    fn anywhere(text: impl Into<String>) -> Needle {
+    pub(crate) fn anywhere(text: impl Into<String>) -> Needle {
         Needle {
             text: text.into(),
-            whole_word: false,
+            matching: Matching::AnywhereIfLong,
         }
     }
 
     fn word(text: impl Into<String>) -> Needle {
         Needle {
             text: text.into(),
-            whole_word: true,
+            matching: Matching::Word,
         }
     }
+
+    fn always(text: impl Into<String>) -> Needle {
+        Needle {
+            text: text.into(),
+            matching: Matching::Anywhere,
+        }
+    }
+}
+
+/// Credentials shorter than this many characters are not searched for by [`credential`]: they
+/// are not credentials worth the name, and removing them anywhere would mangle ordinary words.
+pub const MIN_CREDENTIAL_CHARS: usize = 6;
+
+/// The reserved characters of a URI component (RFC 3986 `gen-delims` and `sub-delims`, plus
+/// space, `%` and the characters that are never allowed unencoded).
+const RESERVED: &AsciiSet = &CONTROLS
+    .add(b' ')
+    .add(b'"')
+    .add(b'#')
+    .add(b'$')
+    .add(b'%')
+    .add(b'&')
+    .add(b'\'')
+    .add(b'(')
+    .add(b')')
+    .add(b'*')
+    .add(b'+')
+    .add(b',')
+    .add(b'/')
+    .add(b':')
+    .add(b';')
+    .add(b'<')
+    .add(b'=')
+    .add(b'>')
+    .add(b'?')
+    .add(b'@')
+    .add(b'[')
+    .add(b'\\')
+    .add(b']')
+    .add(b'^')
+    .add(b'`')
+    .add(b'{')
+    .add(b'|')
+    .add(b'}');
+
+/// A credential the client sent itself (an environment value, a header value, a signature):
+/// everything [`opaque`] finds, matched anywhere, plus the encodings a server echoing a header
+/// may produce — JSON- and repr-escaped, percent-encoded (all non-alphanumerics, or only the
+/// reserved characters), hex, and base64 cut to the characters that encode only the credential at
+/// each of the three byte alignments, so `base64("Bearer " + token)` and `base64("user:" +
+/// secret)` are found too. Empty for a credential shorter than [`MIN_CREDENTIAL_CHARS`].
+pub(crate) fn credential(secret: &str) -> Vec<Needle> {
+    let secret = secret.trim();
+    if secret.chars().count() < MIN_CREDENTIAL_CHARS {
+        return Vec::new();
+    }
+    let mut out: Vec<Needle> = opaque(secret)
+        .into_iter()
+        .map(|needle| match needle.matching {
+            Matching::Word => needle,
+            _ => Needle::always(needle.text),
+        })
+        .collect();
+    let json = json_escaped(secret);
+    let forms = [
+        json.replace('/', "\\/"),
+        json,
+        secret.replace('\\', "\\\\").replace('\'', "\\'"),
+        utf8_percent_encode(secret, NON_ALPHANUMERIC).to_string(),
+        utf8_percent_encode(secret, RESERVED).to_string(),
+        hex::encode(secret),
+    ];
+    out.extend(forms.into_iter().map(Needle::always));
+    for alignment in 0..3 {
+        for engine in [&STANDARD_NO_PAD, &URL_SAFE_NO_PAD] {
+            out.push(Needle::always(aligned_base64(
+                secret.as_bytes(),
+                alignment,
+                engine,
+            )));
+        }
+    }
+    out
+}
+
+/// The body of a JSON string literal holding `text`.
+fn json_escaped(text: &str) -> String {
+    let quoted = serde_json::Value::String(text.to_string()).to_string();
+    quoted[1..quoted.len() - 1].to_string()
+}
+
+/// The base64 characters that encode only bytes of `secret` when it starts `alignment` bytes into
+/// an encoded buffer: the characters shared with the prefix or with what follows are cut off, so
+/// the result is found inside the encoding of any text that contains `secret` at that alignment.
+fn aligned_base64(
+    secret: &[u8],
+    alignment: usize,
+    engine: &base64::engine::GeneralPurpose,
+) -> String {
+    let mut buffer = vec![0u8; alignment];
+    buffer.extend_from_slice(secret);
+    let encoded = engine.encode(&buffer);
+    let first = (alignment * 8).div_ceil(6);
+    let last = (buffer.len() * 8) / 6;
+    encoded.get(first..last).unwrap_or_default().to_string()
 }
 
 /// An opaque credential (a token, a password): itself, its base64 forms, and, for an

@@ -1,9 +1,10 @@
 //! Removes known secrets from text, in every encoding a server can reasonably echo them in.
 //!
 //! A [`Redactor`] is told every secret in use — webhook URLs ([`Redactor::add_url`]), tokens and
-//! passwords ([`Redactor::add_secret`]), basic credentials ([`Redactor::add_basic`]) — and
-//! [`Redactor::redact`] replaces each occurrence in a text with [`REDACTED`]. An occurrence is
-//! found
+//! passwords ([`Redactor::add_secret`]), basic credentials ([`Redactor::add_basic`]), credentials
+//! a client sent itself ([`Redactor::add_credential`]) — and [`Redactor::redact`] replaces each
+//! occurrence in a text with [`REDACTED`] ([`Redactor::redact_value`] in every string, key and
+//! number of a JSON document). An occurrence is found
 //! - raw, and **case-folded** (a server that upper-cases what it echoes);
 //! - **percent-encoded**, **JSON-escaped** (`\/`, `\u002F`) or **HTML-escaped** (`&#47;`), in any
 //!   mix (see the `canonical` module);
@@ -12,7 +13,10 @@
 //!   `Basic …` header is echoed;
 //! - for a URL: the URL, without its scheme, its path and every tail of two or more of its path
 //!   segments (error bodies echo `/services/T0/B0/x` without scheme or host), its query, its user
-//!   info.
+//!   info;
+//! - for a credential the client sent ([`Redactor::add_credential`]): also as hex and as the
+//!   base64 characters it contributes at any alignment inside a longer encoded text, and
+//!   anywhere, glued to other text or not, once it has [`MIN_CREDENTIAL_CHARS`] characters.
 //!
 //! **Precision.** Words are not secrets: a URL's ordinary path segments (`services`, `redirect`)
 //! are only removed as part of a longer fragment, and the fragments that stand alone — a URL's
@@ -40,9 +44,13 @@ mod canonical;
 mod fragments;
 
 use std::fmt;
+use std::sync::OnceLock;
 
+use aho_corasick::AhoCorasick;
 use canonical::Unit;
-use fragments::Needle;
+pub use fragments::MIN_CREDENTIAL_CHARS;
+use fragments::{Matching, Needle};
+use serde_json::{Map, Number, Value};
 
 /// What a removed fragment is replaced with.
 pub const REDACTED: &str = "[redacted]";
@@ -53,20 +61,38 @@ pub const MIN_FRAGMENT: usize = 4;
 /// Fragments shorter than this match only as whole words.
 const MATCH_ANYWHERE: usize = 8;
 
-/// A canonical fragment to remove.
+/// A fragment to remove, in the canonical and in the literal form.
 #[derive(Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Fragment {
     bytes: Vec<u8>,
+    literal: Vec<u8>,
     whole_word: bool,
+}
+
+/// One search pass: which form of the text is searched, and the automaton over the fragments'
+/// bytes in that form (pattern `i` is fragment `i`).
+struct Pass {
+    literal: bool,
+    automaton: Option<AhoCorasick>,
 }
 
 /// Every secret in use, ready to be removed from texts (see the crate documentation).
 ///
 /// Its `Debug` prints how many fragments it knows, never one of them.
-#[derive(Clone, Default, PartialEq, Eq)]
+#[derive(Clone, Default)]
 pub struct Redactor {
     fragments: Vec<Fragment>,
+    /// Built on first use after the last change.
+    passes: OnceLock<std::sync::Arc<[Pass; 2]>>,
 }
+
+impl PartialEq for Redactor {
+    fn eq(&self, other: &Redactor) -> bool {
+        self.fragments == other.fragments
+    }
+}
+
+impl Eq for Redactor {}
 
 impl fmt::Debug for Redactor {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -80,10 +106,28 @@ impl Redactor {
         Redactor::default()
     }
 
+    /// A redactor for credentials a client sent ([`Redactor::add_credential`] each).
+    pub fn for_credentials<S: AsRef<str>>(credentials: impl IntoIterator<Item = S>) -> Redactor {
+        let mut redactor = Redactor::new();
+        let needles = credentials
+            .into_iter()
+            .flat_map(|c| fragments::credential(c.as_ref()))
+            .collect();
+        redactor.extend(needles);
+        redactor
+    }
+
     /// Adds an opaque secret: a token, a password, an `Authorization` value (`Bearer x`,
     /// `Basic x`); a value that is an `http(s)` URL is added as with [`Redactor::add_url`] too.
     pub fn add_secret(&mut self, secret: &str) {
         self.extend(fragments::opaque(secret));
+    }
+
+    /// Adds a credential the client itself sent (an environment value, a header value, a
+    /// signature): as [`Redactor::add_secret`], plus hex and base64 at any alignment, matched
+    /// anywhere; nothing for one shorter than [`MIN_CREDENTIAL_CHARS`] characters.
+    pub fn add_credential(&mut self, credential: &str) {
+        self.extend(fragments::credential(credential));
     }
 
     /// Adds a URL whose path, query and user info are secret (a webhook URL).
@@ -106,10 +150,7 @@ impl Redactor {
         if parsed.username().is_empty() && parsed.password().is_none() {
             return;
         }
-        self.extend(vec![Needle {
-            text: url.trim().to_string(),
-            whole_word: false,
-        }]);
+        self.extend(vec![Needle::anywhere(url.trim())]);
         let (user, password) = (parsed.username(), parsed.password().unwrap_or(""));
         self.add_basic(user, password);
         self.add_basic(
@@ -134,18 +175,88 @@ impl Redactor {
         if self.fragments.is_empty() || text.is_empty() {
             return text.to_string();
         }
-        let units = canonical::units(text);
-        let canonical: Vec<u8> = units.iter().map(|u| u.byte).collect();
         let mut ranges = Vec::new();
-        for fragment in &self.fragments {
-            for start in occurrences(&canonical, &fragment.bytes) {
-                let end = start + fragment.bytes.len();
-                if !fragment.whole_word || is_whole_word(&units, start, end) {
-                    ranges.push(char_range(text, units[start].start, units[end - 1].end));
+        for pass in self.passes().iter() {
+            self.find(pass, text, &mut ranges);
+        }
+        replace(text, ranges)
+    }
+
+    /// [`Redactor::redact`] applied to every string and key of `value`; a number whose digits
+    /// hold a secret becomes the string [`REDACTED`].
+    pub fn redact_value(&self, value: Value) -> Value {
+        if self.is_empty() {
+            return value;
+        }
+        match value {
+            Value::String(text) => Value::String(self.redact_owned(text)),
+            Value::Number(number) => self.redact_number(number),
+            Value::Array(items) => {
+                Value::Array(items.into_iter().map(|v| self.redact_value(v)).collect())
+            }
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(key, v)| (self.redact_owned(key), self.redact_value(v)))
+                    .collect::<Map<String, Value>>(),
+            ),
+            other => other,
+        }
+    }
+
+    fn redact_owned(&self, text: String) -> String {
+        let redacted = self.redact(&text);
+        if redacted == text { text } else { redacted }
+    }
+
+    fn redact_number(&self, number: Number) -> Value {
+        let digits = number.to_string();
+        if self.redact(&digits) == digits {
+            Value::Number(number)
+        } else {
+            Value::String(REDACTED.to_string())
+        }
+    }
+
+    /// Adds the ranges of `text` where a fragment occurs in the pass's form of the text.
+    fn find(&self, pass: &Pass, text: &str, ranges: &mut Vec<(usize, usize)>) {
+        let units = if pass.literal {
+            canonical::literal_units(text)
+        } else {
+            canonical::units(text)
+        };
+        let haystack: Vec<u8> = units.iter().map(|u| u.byte).collect();
+        let mut found = |index: usize, start: usize, end: usize| {
+            if !self.fragments[index].whole_word || is_whole_word(&units, start, end) {
+                ranges.push(char_range(text, units[start].start, units[end - 1].end));
+            }
+        };
+        match &pass.automaton {
+            Some(automaton) => {
+                for hit in automaton.find_overlapping_iter(haystack.as_slice()) {
+                    found(hit.pattern().as_usize(), hit.start(), hit.end());
+                }
+            }
+            // An automaton that could not be built (never for the few secrets of a run): the
+            // same search, fragment by fragment.
+            None => {
+                for (index, fragment) in self.fragments.iter().enumerate() {
+                    let needle = pass_bytes(fragment, pass.literal);
+                    for start in occurrences(&haystack, needle) {
+                        found(index, start, start + needle.len());
+                    }
                 }
             }
         }
-        replace(text, ranges)
+    }
+
+    fn passes(&self) -> &[Pass; 2] {
+        self.passes.get_or_init(|| {
+            std::sync::Arc::new([false, true].map(|literal| Pass {
+                literal,
+                automaton:
+                    AhoCorasick::new(self.fragments.iter().map(|f| pass_bytes(f, literal))).ok(),
+            }))
+        })
     }
 
     fn extend(&mut self, needles: Vec<Needle>) {
@@ -154,25 +265,60 @@ impl Redactor {
             if bytes.len() < MIN_FRAGMENT {
                 continue;
             }
-            let whole_word = needle.whole_word || bytes.len() < MATCH_ANYWHERE;
-            self.fragments.push(Fragment { bytes, whole_word });
+            let whole_word = match needle.matching {
+                Matching::Word => true,
+                Matching::AnywhereIfLong => bytes.len() < MATCH_ANYWHERE,
+                Matching::Anywhere => false,
+            };
+            let literal = canonical::literal_bytes(&needle.text);
+            self.fragments.push(Fragment {
+                bytes,
+                literal,
+                whole_word,
+            });
         }
         self.tidy();
     }
 
     /// Sorts and drops repeats, and drops a whole-word fragment that also matches anywhere.
     fn tidy(&mut self) {
+        self.passes = OnceLock::new();
         self.fragments.sort();
         self.fragments.dedup();
-        let anywhere: Vec<Vec<u8>> = self
+        let anywhere: Vec<(Vec<u8>, Vec<u8>)> = self
             .fragments
             .iter()
             .filter(|f| !f.whole_word)
-            .map(|f| f.bytes.clone())
+            .map(|f| (f.bytes.clone(), f.literal.clone()))
             .collect();
         self.fragments
-            .retain(|f| !f.whole_word || !anywhere.contains(&f.bytes));
+            .retain(|f| !f.whole_word || !anywhere.contains(&(f.bytes.clone(), f.literal.clone())));
     }
+}
+
+fn pass_bytes(fragment: &Fragment, literal: bool) -> &[u8] {
+    if literal {
+        &fragment.literal
+    } else {
+        &fragment.bytes
+    }
+}
+
+/// An error's text with its causes, `a: b: c` — the one way the workspace turns a cause chain
+/// into a reason or a message (redact it before it is shown). A cause whose text the text so far
+/// already holds is not repeated: many errors show their cause in their own text too.
+pub fn error_text(error: &(dyn std::error::Error + 'static)) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
 }
 
 /// Start indexes of every (possibly overlapping) occurrence of `needle` in `haystack`.

@@ -164,6 +164,119 @@ fn multibyte_text_around_matches_stays_valid() {
     );
 }
 
+/// A credential as policy-client's clients send it: every character a header value may hold.
+const CREDENTIAL: &str = "tok/SECRET+8f3a.Zq~x";
+
+fn credential_redactor() -> Redactor {
+    Redactor::for_credentials([CREDENTIAL])
+}
+
+#[test]
+fn a_credential_goes_raw_and_case_folded() {
+    let redactor = credential_redactor();
+    assert_eq!(
+        redactor.redact(&format!("invalid literal: 'Bearer {CREDENTIAL}'")),
+        "invalid literal: 'Bearer [redacted]'"
+    );
+    assert_eq!(
+        redactor.redact(&format!("AUTH {}", CREDENTIAL.to_uppercase())),
+        "AUTH [redacted]"
+    );
+    assert_eq!(redactor.redact("nothing to see"), "nothing to see");
+}
+
+#[test]
+fn a_credential_goes_in_every_encoding_a_header_echo_takes() {
+    use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+    use percent_encoding::{NON_ALPHANUMERIC, utf8_percent_encode};
+    let forms = [
+        STANDARD.encode(CREDENTIAL),
+        STANDARD.encode(format!("Bearer {CREDENTIAL}")),
+        URL_SAFE_NO_PAD.encode(format!("user:{CREDENTIAL}")),
+        utf8_percent_encode(CREDENTIAL, NON_ALPHANUMERIC).to_string(),
+        CREDENTIAL.replace('/', "\\/"),
+        hex::encode(CREDENTIAL).to_uppercase(),
+    ];
+    let redactor = credential_redactor();
+    for form in forms {
+        let redacted = redactor.redact(&format!("echo: {form}."));
+        assert!(redacted.contains(REDACTED), "{form} -> {redacted}");
+        assert!(
+            !redacted.to_lowercase().contains(&form.to_lowercase()),
+            "{form} -> {redacted}"
+        );
+    }
+}
+
+#[test]
+fn a_credential_glued_to_text_or_behind_an_escape_start_still_goes() {
+    let redactor = Redactor::for_credentials(["AB12cd34"]);
+    assert_eq!(redactor.redact("xAB12cd34y"), "x[redacted]y");
+    // `%` + `AB` decodes as one byte; the literal pass still finds the credential.
+    assert_eq!(redactor.redact("100%AB12cd34"), "100%[redacted]");
+}
+
+#[test]
+fn a_credential_wrapped_over_lines_goes_with_its_line_breaks() {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(CREDENTIAL);
+    let wrapped = format!("{}\n  {}", &encoded[..10], &encoded[10..]);
+    assert_eq!(
+        credential_redactor().redact(&format!("a {wrapped} b")),
+        "a [redacted] b"
+    );
+}
+
+#[test]
+fn values_are_redacted_in_strings_keys_and_numbers() {
+    let redactor = Redactor::for_credentials([CREDENTIAL, "12345678"]);
+    let value = redactor.redact_value(serde_json::json!({
+        CREDENTIAL: [format!("x{CREDENTIAL}y"), 12345678, 7, "plain"],
+    }));
+    assert_eq!(
+        value,
+        serde_json::json!({"[redacted]": ["x[redacted]y", "[redacted]", 7, "plain"]})
+    );
+}
+
+#[test]
+fn short_and_empty_credentials_are_not_searched_for() {
+    let redactor = Redactor::for_credentials(["", "  ", "abc", "abcde"]);
+    assert!(redactor.is_empty());
+    assert_eq!(redactor.redact("abc abcde"), "abc abcde");
+    assert_eq!(format!("{redactor:?}"), "Redactor(0 fragments)");
+}
+
+#[test]
+fn overlapping_credentials_are_removed_whole() {
+    let redactor = Redactor::for_credentials(["abcdefgh", "efghijkl"]);
+    assert_eq!(redactor.redact("xx abcdefghijkl yy"), "xx [redacted] yy");
+    assert!(!format!("{redactor:?}").contains("abcdefgh"));
+}
+
+#[test]
+fn an_error_text_holds_each_cause_once() {
+    #[derive(Debug)]
+    struct Layer(&'static str, Option<Box<Layer>>);
+    impl std::fmt::Display for Layer {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for Layer {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|l| l as _)
+        }
+    }
+    let inner = Layer("connection refused", None);
+    let middle = Layer("connect: connection refused", Some(Box::new(inner)));
+    let outer = Layer("request failed", Some(Box::new(middle)));
+    assert_eq!(
+        error_text(&outer),
+        "request failed: connect: connection refused"
+    );
+    assert_eq!(error_text(&Layer("alone", None)), "alone");
+}
+
 fn secret_strategy() -> impl Strategy<Value = String> {
     "[A-Za-z0-9/+=:._-]{8,40}".prop_filter("has a digit", |s| s.chars().any(|c| c.is_ascii_digit()))
 }

@@ -1,21 +1,18 @@
-//! The one HTTP client both sinks send with: hyper + rustls (ring), finite timeouts, no redirects,
-//! and [`SendError`], whose every text is already free of secrets.
+//! The one HTTP client both sinks send with: the workspace's HTTPS client (`https-client`, hyper
+//! over rustls with `ring`; `http://` allowed for an in-cluster Loki), finite timeouts, no
+//! redirects, and [`SendError`], whose every text is already free of secrets.
 //!
 //! Answers are classified by status alone: any 2xx is a success whatever its body. Of a body only
 //! a bounded prefix is ever read ([`MAX_BODY_BYTES`]); the rest is left unread (the connection is
 //! then not reused), so a server answering an endless body costs nothing. Error texts are
 //! redacted before they are shortened, so a cut never leaves half a secret.
 
-use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, Uri};
 use http_body_util::{BodyExt, Full};
-use hyper_rustls::HttpsConnector;
-use hyper_util::client::legacy::Client;
-use hyper_util::client::legacy::connect::HttpConnector;
-use hyper_util::rt::TokioExecutor;
+use https_client::{ClientOptions, HttpsClient, TrustRoots};
 
 use crate::secret::{Redactor, redactor_of};
 
@@ -64,7 +61,7 @@ pub enum SendError {
     /// The cause chain is kept as redacted text, not as a source, because it could carry the URL.
     #[error("request failed: {0}")]
     Transport(String),
-    /// The TLS client could not be set up (bad extra CA file).
+    /// The TLS client could not be set up (a bad extra CA, named in the text).
     #[error("failed to set up TLS: {0}")]
     Tls(String),
 }
@@ -92,8 +89,8 @@ pub struct HttpOptions {
     pub timeout: Duration,
     /// Time to establish the TCP connection.
     pub connect_timeout: Duration,
-    /// Extra CA certificates (PEM) trusted besides the system roots, e.g. an in-cluster Loki.
-    pub extra_ca_pem: Option<String>,
+    /// Who is trusted: the system roots, plus e.g. the CA of an in-cluster Loki.
+    pub trust: TrustRoots,
 }
 
 impl Default for HttpOptions {
@@ -102,7 +99,7 @@ impl Default for HttpOptions {
         HttpOptions {
             timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(5),
-            extra_ca_pem: None,
+            trust: TrustRoots::system(),
         }
     }
 }
@@ -118,44 +115,18 @@ pub(crate) struct Answer {
 /// A hyper client over rustls (ring) that never follows redirects.
 #[derive(Clone)]
 pub(crate) struct HttpClient {
-    client: Client<HttpsConnector<HttpConnector>, Full<Bytes>>,
+    client: HttpsClient<Full<Bytes>>,
     timeout: Duration,
 }
 
 impl HttpClient {
     pub(crate) fn new(options: &HttpOptions) -> Result<HttpClient, SendError> {
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let mut roots = rustls::RootCertStore::empty();
-        let native = rustls_native_certs::load_native_certs();
-        roots.add_parsable_certificates(native.certs);
-        if let Some(pem) = &options.extra_ca_pem {
-            let mut reader = pem.as_bytes();
-            let mut added = 0;
-            for cert in rustls_pemfile::certs(&mut reader) {
-                let cert = cert.map_err(|e| SendError::Tls(format!("unreadable CA PEM: {e}")))?;
-                roots
-                    .add(cert)
-                    .map_err(|e| SendError::Tls(format!("unusable CA certificate: {e}")))?;
-                added += 1;
-            }
-            if added == 0 {
-                return Err(SendError::Tls("no certificate in the CA PEM".to_string()));
-            }
-        }
-        let tls = rustls::ClientConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .map_err(|e| SendError::Tls(e.to_string()))?
-            .with_root_certificates(roots)
-            .with_no_client_auth();
-        let mut http = HttpConnector::new();
-        http.enforce_http(false);
-        http.set_connect_timeout(Some(options.connect_timeout));
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(tls)
-            .https_or_http()
-            .enable_http1()
-            .wrap_connector(http);
-        let client = Client::builder(TokioExecutor::new()).build(connector);
+        let client = https_client::build(&ClientOptions {
+            trust: options.trust.clone(),
+            connect_timeout: Some(options.connect_timeout),
+            allow_http: true,
+        })
+        .map_err(|e| SendError::Tls(e.to_string()))?;
         Ok(HttpClient {
             client,
             timeout: options.timeout,
@@ -272,22 +243,8 @@ pub(crate) fn snippet(body: &[u8], redactor: &Redactor) -> String {
     cut
 }
 
-fn chain(error: &(dyn std::error::Error + 'static)) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let part = cause.to_string();
-        if !text.contains(&part) {
-            text.push_str(": ");
-            text.push_str(&part);
-        }
-        source = cause.source();
-    }
-    text
-}
-
 fn transport(error: &(dyn std::error::Error + 'static), redactor: &Redactor) -> SendError {
-    SendError::Transport(redactor.redact(&chain(error)))
+    SendError::Transport(redactor.redact(&redaction::error_text(error)))
 }
 
 #[cfg(test)]

@@ -12,7 +12,6 @@ use secrecy::{ExposeSecret, SecretString};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
-use crate::Sink;
 use crate::http::{HttpClient, HttpOptions, SendError, failure, retry_after_secs};
 use crate::model::Report;
 use crate::secret::parse_http_url;
@@ -59,12 +58,9 @@ impl LokiSink {
     pub fn new(job: impl Into<String>) -> LokiSink {
         LokiSink { job: job.into() }
     }
-}
 
-impl Sink for LokiSink {
-    type Payload = LokiPush;
-
-    fn render(&self, report: &Report) -> LokiPush {
+    /// The push body of `report`: every line of the contract, streams sorted by labels. Pure.
+    pub fn render(&self, report: &Report) -> LokiPush {
         let run = &report.run;
         let ts = run.finished_at.as_nanosecond().to_string();
         let mut streams: BTreeMap<BTreeMap<String, String>, Vec<[String; 2]>> = BTreeMap::new();
@@ -189,9 +185,10 @@ pub enum LokiAuth {
     Bearer(SecretString),
 }
 
-/// Where and how to push.
+/// Where and as whom to push: the Loki URL, tenant and credentials (what the report's `loki`
+/// config section and environment resolve to).
 #[derive(Debug, Clone)]
-pub struct LokiConfig {
+pub struct LokiEndpoint {
     /// The Loki base URL (`http(s)://host[:port][/prefix]`); `/loki/api/v1/push` is appended.
     /// User info in the URL (`https://user:pass@host`) becomes basic authentication.
     pub url: String,
@@ -222,12 +219,12 @@ impl std::fmt::Debug for LokiClient {
 }
 
 impl LokiClient {
-    /// A client for `config` with `options`' timeouts and trust. A malformed URL or tenant is
+    /// A client for `endpoint` with `options`' timeouts and trust. A malformed URL or tenant is
     /// [`SendError::InvalidUrl`].
-    pub fn new(config: &LokiConfig, options: &HttpOptions) -> Result<LokiClient, SendError> {
-        let mut url = url::Url::parse(config.url.trim()).map_err(|_| SendError::InvalidUrl)?;
+    pub fn new(endpoint: &LokiEndpoint, options: &HttpOptions) -> Result<LokiClient, SendError> {
+        let mut url = url::Url::parse(endpoint.url.trim()).map_err(|_| SendError::InvalidUrl)?;
         let mut secrets: Vec<SecretString> = Vec::new();
-        let mut auth = config.auth.clone();
+        let mut auth = endpoint.auth.clone();
         if !url.username().is_empty() || url.password().is_some() {
             let username = percent_decode(url.username());
             let password = percent_decode(url.password().unwrap_or(""));
@@ -245,7 +242,7 @@ impl LokiClient {
         let push_uri = parse_http_url(&format!("{base}/loki/api/v1/push"))?;
 
         let mut headers = Vec::new();
-        if let Some(tenant) = &config.tenant {
+        if let Some(tenant) = &endpoint.tenant {
             let value = HeaderValue::from_str(tenant).map_err(|_| SendError::InvalidUrl)?;
             headers.push((HeaderName::from_static("x-scope-orgid"), value));
         }

@@ -19,7 +19,6 @@ use http::StatusCode;
 use serde::Serialize;
 use serde_json::{Value, json};
 
-use crate::Sink;
 use crate::http::{HttpClient, HttpOptions, SendError, failure, retry_after_secs};
 use crate::model::{PolicyError, Report, RuleReport, RunStatus, RunSummary, TeamReport};
 use crate::secret::WebhookUrl;
@@ -78,6 +77,41 @@ impl SlackMessage {
     pub fn to_json(&self) -> String {
         serde_json::to_string_pretty(self).expect("a Slack message always serializes")
     }
+
+    /// What a reader sees of the message, for a terminal: the text of each header and section
+    /// block and the elements of each context block (joined by two spaces), one block per line;
+    /// the `text` fallback when no block has text.
+    pub fn plain_text(&self) -> String {
+        let parts: Vec<String> = self.blocks.iter().filter_map(block_text).collect();
+        if parts.is_empty() {
+            return self.text.clone();
+        }
+        parts.join("\n")
+    }
+}
+
+/// The visible text of one Block Kit block (`None` for a block without text).
+fn block_text(block: &Value) -> Option<String> {
+    match block.get("type").and_then(Value::as_str)? {
+        "header" | "section" => block
+            .pointer("/text/text")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        "context" => {
+            let texts: Vec<&str> = block
+                .get("elements")
+                .and_then(Value::as_array)
+                .map(|elements| {
+                    elements
+                        .iter()
+                        .filter_map(|e| e.get("text").and_then(Value::as_str))
+                        .collect()
+                })
+                .unwrap_or_default();
+            Some(texts.join("  "))
+        }
+        _ => None,
+    }
 }
 
 /// The digest for one team.
@@ -112,13 +146,9 @@ impl SlackSink {
     pub fn posts_to(&self, team: &str, report: &TeamReport) -> bool {
         !team_routing::is_silenced(team) && (self.options.post_when_clean || !report.is_clean())
     }
-}
 
-impl Sink for SlackSink {
-    type Payload = Vec<TeamDigest>;
-
-    /// One digest per posted team, sorted by team name.
-    fn render(&self, report: &Report) -> Vec<TeamDigest> {
+    /// One digest per posted team, sorted by team name. Pure.
+    pub fn render(&self, report: &Report) -> Vec<TeamDigest> {
         report
             .teams
             .iter()

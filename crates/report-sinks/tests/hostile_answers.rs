@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use report_sinks::slack::SlackMessage;
-use report_sinks::{HttpOptions, LokiAuth, LokiClient, LokiConfig, SendError, SlackPoster};
-use report_sinks::{LokiSink, Sink, WebhookUrl};
+use report_sinks::{HttpOptions, LokiAuth, LokiClient, LokiEndpoint, SendError, SlackPoster};
+use report_sinks::{LokiSink, WebhookUrl};
 use secrecy::SecretString;
 use test_support::loki::LokiServer;
 use test_support::slack::{EchoStyle, SinkReply, SlackServer, echo_shows};
@@ -21,7 +21,7 @@ fn options() -> HttpOptions {
     HttpOptions {
         timeout: Duration::from_secs(5),
         connect_timeout: Duration::from_secs(2),
-        extra_ca_pem: None,
+        trust: report_sinks::TrustRoots::system(),
     }
 }
 
@@ -44,7 +44,7 @@ fn b64(text: &str) -> String {
 
 async fn push_error(loki: &LokiServer, auth: LokiAuth) -> SendError {
     let client = LokiClient::new(
-        &LokiConfig {
+        &LokiEndpoint {
             url: loki.url(),
             tenant: None,
             auth: Some(auth),

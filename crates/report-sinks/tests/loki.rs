@@ -5,7 +5,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use report_sinks::{HttpOptions, LokiAuth, LokiClient, LokiConfig, LokiSink, SendError, Sink};
+use report_sinks::{HttpOptions, LokiAuth, LokiClient, LokiEndpoint, LokiSink, SendError};
 use secrecy::SecretString;
 use serde_json::Value;
 use test_support::loki::{LokiServer, PUSH_PATH};
@@ -15,13 +15,13 @@ fn options(timeout: Duration) -> HttpOptions {
     HttpOptions {
         timeout,
         connect_timeout: Duration::from_secs(2),
-        extra_ca_pem: None,
+        trust: report_sinks::TrustRoots::system(),
     }
 }
 
 fn client(loki: &LokiServer, auth: Option<LokiAuth>) -> LokiClient {
     LokiClient::new(
-        &LokiConfig {
+        &LokiEndpoint {
             url: loki.url(),
             tenant: Some("infra".into()),
             auth,
@@ -141,7 +141,7 @@ async fn url_credentials_become_basic_auth_and_a_prefix_is_kept() {
     let loki = LokiServer::start();
     let url = loki.url().replace("http://", "http://u:p%40ss@");
     let client = LokiClient::new(
-        &LokiConfig {
+        &LokiEndpoint {
             url: format!("{url}/"),
             tenant: None,
             auth: None,
@@ -210,7 +210,7 @@ async fn a_hanging_loki_times_out() {
     let loki = LokiServer::start();
     loki.reply(vec![SinkReply::Hang]);
     let client = LokiClient::new(
-        &LokiConfig {
+        &LokiEndpoint {
             url: loki.url(),
             tenant: None,
             auth: None,
@@ -229,7 +229,7 @@ async fn a_hanging_loki_times_out() {
 fn a_malformed_loki_url_is_invalid_url() {
     for url in ["loki:3100", "ftp://loki", "http://lo ki:3100"] {
         let err = LokiClient::new(
-            &LokiConfig {
+            &LokiEndpoint {
                 url: url.into(),
                 tenant: None,
                 auth: None,

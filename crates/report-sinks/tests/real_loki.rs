@@ -6,7 +6,7 @@ mod common;
 
 use std::time::Duration;
 
-use report_sinks::{HttpOptions, LokiAuth, LokiClient, LokiConfig, LokiPush, LokiSink, Sink};
+use report_sinks::{HttpOptions, LokiAuth, LokiClient, LokiEndpoint, LokiPush, LokiSink};
 use secrecy::SecretString;
 use serde_json::Value;
 use test_support::loki::LokiServer;
@@ -16,7 +16,7 @@ const JOB: &str = "gatekeeper-workload-report";
 
 fn client(url: String, tenant: Option<&str>, auth: Option<LokiAuth>) -> LokiClient {
     LokiClient::new(
-        &LokiConfig {
+        &LokiEndpoint {
             url,
             tenant: tenant.map(str::to_string),
             auth,
@@ -24,7 +24,7 @@ fn client(url: String, tenant: Option<&str>, auth: Option<LokiAuth>) -> LokiClie
         &HttpOptions {
             timeout: Duration::from_secs(10),
             connect_timeout: Duration::from_secs(2),
-            extra_ca_pem: None,
+            trust: report_sinks::TrustRoots::system(),
         },
     )
     .unwrap()

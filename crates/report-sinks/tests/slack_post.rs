@@ -20,7 +20,7 @@ fn poster(timeout: Duration) -> SlackPoster {
     SlackPoster::new(&HttpOptions {
         timeout,
         connect_timeout: Duration::from_secs(2),
-        extra_ca_pem: None,
+        trust: report_sinks::TrustRoots::system(),
     })
     .unwrap()
 }
@@ -278,7 +278,7 @@ async fn https_webhooks_use_rustls_with_the_extra_ca() {
     let url = format!("{}/services/T0TLS/B0TLS/tlsSecretToken", server.url());
     let hook = WebhookUrl::parse(SecretString::from(url)).unwrap();
     let trusted = SlackPoster::new(&HttpOptions {
-        extra_ca_pem: Some(ca.ca_pem().to_string()),
+        trust: report_sinks::TrustRoots::only([report_sinks::ExtraCa::pem("test CA", ca.ca_pem())]),
         ..HttpOptions::default()
     })
     .unwrap();
@@ -298,12 +298,15 @@ async fn https_webhooks_use_rustls_with_the_extra_ca() {
 #[test]
 fn an_unusable_extra_ca_is_a_tls_error() {
     let err = SlackPoster::new(&HttpOptions {
-        extra_ca_pem: Some("not a certificate".into()),
+        trust: report_sinks::TrustRoots::only([report_sinks::ExtraCa::pem(
+            "extra CA",
+            "not a certificate",
+        )]),
         ..HttpOptions::default()
     })
     .unwrap_err();
     assert_eq!(
         err.to_string(),
-        "failed to set up TLS: no certificate in the CA PEM"
+        "failed to set up TLS: extra CA holds no usable PEM certificate"
     );
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use report_sinks::slack::{MAX_BLOCKS, MAX_SECTION_CHARS, dashboard_link, team_message};
 use report_sinks::{
-    Report, RunStatus, Sink, SlackOptions, SlackSink, TeamReport, problems_message,
+    Report, RunStatus, SlackMessage, SlackOptions, SlackSink, TeamReport, problems_message,
 };
 use serde_json::Value;
 
@@ -53,6 +53,41 @@ fn team_digests_snapshot() {
     let raster = &digests[1].message;
     insta::assert_snapshot!("raster_digest", raster.to_json());
     insta::assert_snapshot!("infra_digest", digests[0].message.to_json());
+}
+
+#[test]
+fn plain_text_is_each_block_s_visible_text_on_its_own_line() {
+    let digests = SlackSink::new(options()).render(&common::report());
+    let message = &digests[1].message;
+    let text = message.plain_text();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        message.blocks[0]["text"]["text"].as_str().unwrap()
+    );
+    assert!(
+        text.contains(section_texts(&message.blocks)[1].as_str()),
+        "{text}"
+    );
+    // Context blocks: their elements, two spaces apart.
+    let context = message
+        .blocks
+        .iter()
+        .find(|b| b["type"] == "context")
+        .expect("a context block");
+    let elements: Vec<&str> = context["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert!(text.ends_with(&elements.join("  ")), "{text}");
+    // Without blocks, the fallback text.
+    let bare = SlackMessage {
+        text: "fallback".into(),
+        blocks: Vec::new(),
+    };
+    assert_eq!(bare.plain_text(), "fallback");
 }
 
 #[test]

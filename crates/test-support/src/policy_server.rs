@@ -319,8 +319,8 @@ fn status_reply(status: u16) -> Reply {
     )
 }
 
-/// A realistic `GET /api/v1/policy` response for `region`, shaped like the spec's example
-/// document (§1.5): shipped defaults, ECR hosts for two regions, and one namespace's live
+/// A realistic `GET /api/v1/policy` response for `region`, shaped as `docs/gco-policy-endpoint.md`
+/// describes the answer: shipped defaults, ECR hosts for two regions, and one namespace's live
 /// ResourceQuota and LimitRange.
 pub fn sample_policy_response(region: &str) -> Value {
     json!({

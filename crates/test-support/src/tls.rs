@@ -11,6 +11,8 @@ pub struct TestCa {
     ca_pem: String,
     leaf_der: CertificateDer<'static>,
     leaf_key_der: Vec<u8>,
+    leaf_pem: String,
+    leaf_key_pem: String,
 }
 
 impl TestCa {
@@ -38,12 +40,24 @@ impl TestCa {
             ca_pem: ca_cert.pem(),
             leaf_der: leaf.der().clone(),
             leaf_key_der: leaf_key.serialize_der(),
+            leaf_pem: leaf.pem(),
+            leaf_key_pem: leaf_key.serialize_pem(),
         }
     }
 
     /// The CA certificate in PEM, for a client's extra trust roots (`caFile`, kubeconfig CA).
     pub fn ca_pem(&self) -> &str {
         &self.ca_pem
+    }
+
+    /// The leaf certificate in PEM, for a server under test that reads its certificate file.
+    pub fn leaf_pem(&self) -> &str {
+        &self.leaf_pem
+    }
+
+    /// The leaf's private key in PEM (PKCS#8), for the same server's key file.
+    pub fn leaf_key_pem(&self) -> &str {
+        &self.leaf_key_pem
     }
 
     /// A rustls server configuration presenting the leaf certificate (HTTP/1.1 only).

@@ -48,6 +48,8 @@ struct Recorder {
     pushes: Vec<LokiPush>,
     slack_errors: BTreeMap<String, SendError>,
     loki_error: Option<SendError>,
+    /// A team whose post panics (quoting its webhook).
+    panic_on: Option<&'static str>,
 }
 
 impl Delivery for Recorder {
@@ -57,6 +59,9 @@ impl Delivery for Recorder {
         _webhook: &WebhookUrl,
         message: &SlackMessage,
     ) -> Result<(), SendError> {
+        if self.panic_on == Some(team) {
+            panic!("poster crashed on {}", hook(team));
+        }
         self.posts.push((team.to_string(), message.clone()));
         match self.slack_errors.get(team) {
             Some(error) => Err(error.clone()),
@@ -122,7 +127,7 @@ fn run_with(
     let ctx = RunContext {
         config,
         settings,
-        engine: EngineChoice::Embedded,
+        engine: EngineKind::Embedded,
     };
     execute(&ctx, &mut collect, delivery, &clock)
 }
@@ -312,14 +317,17 @@ fn collect_failure_skips_the_run_and_pushes_the_run_line_only() {
     assert_eq!(delivery.posts.len(), 1);
     assert_eq!(delivery.posts[0].0, "infra");
     assert_eq!(delivery.pushes[0].line_count(), 1, "only the run line");
+    assert_every_audit_check_skipped(&out);
+}
+
+/// A skipped run compares nothing: every configured rule's audit check is `skipped`.
+fn assert_every_audit_check_skipped(out: &RunOutput) {
+    let checks = &out.report.run.audit_check;
     assert!(
-        out.report
-            .run
-            .audit_check
-            .values()
-            .all(|c| *c == AuditCheck::Skipped)
+        checks.values().all(|c| *c == AuditCheck::Skipped),
+        "{checks:?}"
     );
-    assert_eq!(out.report.run.audit_check.len(), 2);
+    assert_eq!(checks.len(), 2);
 }
 
 #[test]
@@ -353,6 +361,60 @@ fn a_panic_while_collecting_is_an_unexpected_error_and_skips() {
     assert_eq!(out.report.run.status, RunStatus::Skipped);
     assert_eq!(out.report.run.reason, "unexpected error: boom");
     assert_eq!(delivery.pushes.len(), 1);
+}
+
+#[test]
+fn a_panic_while_delivering_skips_the_run_and_still_pushes_the_run_line() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder {
+        panic_on: Some("web"),
+        ..Recorder::default()
+    };
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Skipped);
+    assert_eq!(out.exit_code(), 1);
+    assert_eq!(
+        out.report.run.reason,
+        "unexpected error: poster crashed on [redacted]"
+    );
+    assert_eq!(out.report.run.posted, ["raster"], "what was posted before");
+    assert!(out.digests.is_empty() && out.problems.is_none());
+    assert!(out.report.teams.is_empty());
+    assert_every_audit_check_skipped(&out);
+    // The run line still reaches Loki (and stdout, through the output).
+    assert_eq!(delivery.pushes.len(), 1);
+    let pushed = delivery.pushes[0].to_json();
+    assert!(pushed.contains(r#"\"status\":\"skipped\""#), "{pushed}");
+    assert!(!everything(&out, &delivery).contains(HOOK_PATH));
+    let line: serde_json::Value = serde_json::from_str(&out.run_line()).unwrap();
+    assert_eq!(line["status"], "skipped");
+}
+
+#[test]
+fn the_status_rules() {
+    let mut outcome = Outcome::new();
+    assert_eq!(outcome.status(), RunStatus::Ok);
+    outcome.team_failed("web", "team web: no webhook".into());
+    outcome.team_failed("web", "team web: no webhook".into());
+    assert_eq!(outcome.status(), RunStatus::Partial);
+    assert_eq!(outcome.problems(), ["team web: no webhook"], "said once");
+    outcome.degrade("loki push failed: timeout".into());
+    assert_eq!(outcome.status(), RunStatus::Partial);
+    outcome.skip("unexpected error: boom".into());
+    outcome.degrade("loki push failed: again".into());
+    assert_eq!(
+        outcome.status(),
+        RunStatus::Skipped,
+        "nothing undoes a skip"
+    );
+    assert_eq!(
+        outcome.reason(),
+        "team web: no webhook; loki push failed: timeout; unexpected error: boom; loki push failed: again"
+    );
+    let mut ok = Outcome::new();
+    ok.degrade("audit check K8sRequiredLabels disagrees".into());
+    assert_eq!(ok.status(), RunStatus::Partial);
 }
 
 #[test]

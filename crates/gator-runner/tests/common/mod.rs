@@ -110,8 +110,10 @@ pub fn chain(error: &dyn std::error::Error) -> String {
 pub fn trusting(ca: &test_support::TestCa) -> gator_runner::FetchOptions {
     gator_runner::FetchOptions {
         download: gator_runner::download::DownloadOptions {
-            system_roots: false,
-            extra_ca_pem: Some(ca.ca_pem().to_string()),
+            trust: gator_runner::TrustRoots::only([gator_runner::ExtraCa::pem(
+                "test CA",
+                ca.ca_pem(),
+            )]),
             ..Default::default()
         },
         ..Default::default()

@@ -6,7 +6,7 @@ use std::io::Write;
 use std::time::Duration;
 
 use admission_core::{FetchStatus, RegionPolicy};
-use policy_client::{Auth, FetchOptions, PolicyClient, Region, TrustRoots};
+use policy_client::{Auth, ExtraCa, FetchOptions, PolicyClient, Region, TrustRoots};
 use test_support::TestCa;
 use test_support::policy_server::{
     AuthCheck, Behaviour, PolicyServer, Route, sample_policy_response,
@@ -64,10 +64,7 @@ impl Fixture {
     }
 
     pub(crate) fn client(&self, auth: Auth, options: FetchOptions) -> PolicyClient {
-        let trust = TrustRoots {
-            system: false,
-            ca_files: vec![self.ca_path.clone()],
-        };
+        let trust = TrustRoots::only([ExtraCa::file("caFile", &self.ca_path)]);
         PolicyClient::with_trust(auth, options, &trust)
             .unwrap()
             .with_env(|_| None)

@@ -49,7 +49,7 @@ fn gator(test: &str) -> Option<Engine> {
         "the gator binary {} is not a file",
         path.display()
     );
-    Some(engines::gator(&path))
+    Some(engines::gator(&path).expect("a work directory for gator"))
 }
 
 #[test]

@@ -5,8 +5,9 @@
 //!   `fixtures/demo/cluster/`, read with `cluster_projection::read_snapshot` and written with
 //!   `cluster_projection::write_projection` exactly as the report writes `<work>/in`;
 //! - suites: every test of every `suite.yaml` under `fixtures/gatekeeper/` (template,
-//!   constraint, case objects and inventories, de-duplicated by identity; AdmissionReview cases
-//!   left out), projected object by object with `cluster_projection::project_object`.
+//!   constraint, ExpansionTemplates, case objects and inventories, de-duplicated by identity;
+//!   AdmissionReview cases left out), projected object by object with
+//!   `cluster_projection::project_object`.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -239,11 +240,11 @@ fn suite_scenarios(suite_path: &Path) -> Result<Vec<Scenario>> {
     Ok(out)
 }
 
-/// A suite test's template, constraint, case objects and inventories, each object once
-/// (AdmissionReview cases left out).
+/// A suite test's template, constraint, ExpansionTemplates, case objects and inventories, each
+/// object once (AdmissionReview cases left out).
 fn test_objects(dir: &Path, test: &Value) -> Result<Vec<Value>> {
     let mut files = Vec::new();
-    for key in ["template", "constraint"] {
+    for key in ["template", "constraint", "expansion"] {
         if let Some(file) = test.get(key).and_then(Value::as_str) {
             files.push(dir.join(file));
         }

@@ -1,0 +1,272 @@
+//! The CI output formats of `jobcheck check`: `-o sarif` (code scanning), `-o junit` (test
+//! reports) and `-o github` (workflow annotations).
+//!
+//! All three render one [`CiReport`]: per region, each manifest with the findings against it,
+//! each finding pointing at a file (`-` for stdin) and, when it can be found, the line of the
+//! offending field or else of the manifest (`yaml::positions`, a second pass over the text that
+//! only these formats pay for). Issues of a rejecting region are errors; the advisory
+//! LimitRange / ResourceQuota warnings are warnings; an unreadable region is reported as such
+//! and never fails anything.
+
+mod fields;
+pub(crate) mod github;
+pub(crate) mod junit;
+pub(crate) mod sarif;
+
+use admission_core::{
+    AdmissionIssue, Check, RegionPolicy, RegionVerdict, Verdict, evaluate_manifest, manifest_label,
+    py_str,
+};
+use serde_json::Value;
+
+use crate::manifests::Loaded;
+use crate::render::CheckReport;
+use crate::yaml::positions::{self, DocumentPositions};
+
+/// Where a finding points.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Location {
+    /// The manifest file as given, `-` for stdin.
+    pub(crate) file: String,
+    /// The 1-based line, when it could be found.
+    pub(crate) line: Option<usize>,
+}
+
+/// How serious a finding is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Level {
+    /// An issue: the region would reject the manifest.
+    Error,
+    /// An advisory warning: the region admits it, the cluster may still refuse its pods.
+    Warning,
+}
+
+/// One issue or warning.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Finding {
+    /// The check (`images`, `limit_range`, …).
+    pub(crate) check: String,
+    /// Error or warning.
+    pub(crate) level: Level,
+    /// The reference's message text.
+    pub(crate) message: String,
+    /// Where it points.
+    pub(crate) location: Location,
+}
+
+/// One mapping manifest and what a region found in it.
+#[derive(Debug, Clone)]
+pub(crate) struct ManifestCase {
+    /// Its `Kind/name` label.
+    pub(crate) label: String,
+    /// Where the manifest starts.
+    pub(crate) location: Location,
+    /// The region's findings, issues first.
+    pub(crate) findings: Vec<Finding>,
+}
+
+/// One region's outcome.
+#[derive(Debug, Clone)]
+pub(crate) struct RegionCases {
+    /// The region.
+    pub(crate) region: String,
+    /// Its verdict.
+    pub(crate) verdict: Verdict,
+    /// Why it could not be read (`unknown` only).
+    pub(crate) reason: Option<String>,
+    /// Every mapping manifest, in order (without findings for an unreadable region).
+    pub(crate) manifests: Vec<ManifestCase>,
+    /// Findings about several manifests together (namespace totals over a ResourceQuota).
+    pub(crate) together: Vec<Finding>,
+}
+
+/// Everything the CI formats print.
+#[derive(Debug, Clone)]
+pub(crate) struct CiReport {
+    /// One entry per region, in the order read.
+    pub(crate) regions: Vec<RegionCases>,
+    /// Cross-region drift, one line per field (`max_gpu_count: us-east-1: 16, us-east-2: 8`).
+    pub(crate) drift: Vec<String>,
+}
+
+/// One mapping manifest of the input, located.
+struct Located<'a> {
+    manifest: &'a Value,
+    label: String,
+    file: &'a str,
+    document: Option<DocumentPositions>,
+}
+
+impl Located<'_> {
+    fn location(&self, pointer: Option<&str>) -> Location {
+        Location {
+            file: self.file.to_owned(),
+            line: self
+                .document
+                .as_ref()
+                .map(|d| pointer.map_or(d.line, |p| d.line_of(p))),
+        }
+    }
+
+    fn finding(&self, level: Level, check: Check, message: &str) -> Finding {
+        let pointer = fields::offending_field(self.manifest, check, message);
+        Finding {
+            check: check.as_str().to_owned(),
+            level,
+            message: message.to_owned(),
+            location: self.location(pointer.as_deref()),
+        }
+    }
+}
+
+impl CiReport {
+    /// Builds the report from the check's payload, its manifests (with their texts) and the
+    /// region reads the payload came from. `strict`: warnings were promoted to issues.
+    pub(crate) fn build(
+        report: &CheckReport,
+        loaded: &Loaded,
+        policies: &[RegionPolicy],
+        strict: bool,
+    ) -> Self {
+        let located = locate(loaded);
+        let regions = report
+            .verdicts
+            .iter()
+            .map(|verdict| {
+                let policy = policies
+                    .iter()
+                    .find(|p| p.region == verdict.region)
+                    .and_then(RegionPolicy::readable_policy);
+                region_cases(verdict, policy, &located, strict)
+            })
+            .collect();
+        let drift = report
+            .policy_drift
+            .iter()
+            .map(|item| {
+                let mut values: Vec<String> = item
+                    .values
+                    .iter()
+                    .map(|(region, value)| format!("{region}: {}", py_str(value)))
+                    .collect();
+                values.sort();
+                format!("{}: {}", item.field, values.join(", "))
+            })
+            .collect();
+        Self { regions, drift }
+    }
+}
+
+/// Every mapping manifest with its label, file and document positions.
+fn locate(loaded: &Loaded) -> Vec<Located<'_>> {
+    let mut located = Vec::new();
+    let mut manifests = loaded.manifests.iter();
+    for source in &loaded.sources {
+        // One position per manifest of the file, in the same order (or none at all).
+        let mut documents = source
+            .text
+            .as_deref()
+            .and_then(|text| positions::locate(text, source.count))
+            .map(Vec::into_iter);
+        for manifest in manifests.by_ref().take(source.count) {
+            let document = documents.as_mut().and_then(Iterator::next);
+            if !manifest.is_object() {
+                continue;
+            }
+            located.push(Located {
+                manifest,
+                label: manifest_label(manifest).unwrap_or_else(|_| "?/<unnamed>".to_owned()),
+                file: &source.name,
+                document,
+            });
+        }
+    }
+    located
+}
+
+/// One region's findings per manifest. The verdict's issues are in manifest order, so each
+/// manifest takes as many as it has alone; what is left (warnings promoted by `strict`), and
+/// the warnings, go to the manifest with their label.
+fn region_cases(
+    verdict: &RegionVerdict,
+    policy: Option<&admission_core::JobValidationPolicy>,
+    located: &[Located<'_>],
+    strict: bool,
+) -> RegionCases {
+    let mut cases = RegionCases {
+        region: verdict.region.clone(),
+        verdict: verdict.verdict,
+        reason: verdict.reason.clone(),
+        manifests: Vec::new(),
+        together: Vec::new(),
+    };
+    let policy = policy.filter(|_| verdict.verdict != Verdict::Unknown);
+    let mut issues = verdict.issues.iter();
+    for manifest in located {
+        // An unreadable region found nothing: its manifests are listed without findings.
+        let count = policy
+            .and_then(|policy| evaluate_manifest(manifest.manifest, policy).ok())
+            .map_or(0, |found| found.len());
+        let findings = issues
+            .by_ref()
+            .take(count)
+            .map(|issue| manifest.finding(Level::Error, issue.check, &issue.message))
+            .collect();
+        cases.manifests.push(ManifestCase {
+            label: manifest.label.clone(),
+            location: manifest.location(None),
+            findings,
+        });
+    }
+    for issue in issues {
+        attribute(&mut cases, located, Level::Error, issue);
+    }
+    if !strict {
+        for warning in &verdict.warnings {
+            let check = match warning.check {
+                admission_core::enforcement::EnforcementCheck::LimitRange => Check::LimitRange,
+                admission_core::enforcement::EnforcementCheck::ResourceQuota => {
+                    Check::ResourceQuota
+                }
+            };
+            let issue = AdmissionIssue {
+                check,
+                message: warning.message.clone(),
+                manifest: warning.manifest.clone(),
+            };
+            attribute(&mut cases, located, Level::Warning, &issue);
+        }
+    }
+    cases
+}
+
+/// Adds `issue` to the first manifest with its label, else to the findings about several
+/// manifests together.
+fn attribute(
+    cases: &mut RegionCases,
+    located: &[Located<'_>],
+    level: Level,
+    issue: &AdmissionIssue,
+) {
+    let owner = issue
+        .manifest
+        .as_deref()
+        .and_then(|label| located.iter().position(|m| m.label == label));
+    match owner {
+        Some(index) => {
+            let finding = located[index].finding(level, issue.check, &issue.message);
+            cases.manifests[index].findings.push(finding);
+        }
+        None => cases.together.push(Finding {
+            check: issue.check.as_str().to_owned(),
+            level,
+            message: issue.message.clone(),
+            location: Location {
+                file: located
+                    .first()
+                    .map_or_else(|| "-".to_owned(), |m| m.file.to_owned()),
+                line: None,
+            },
+        }),
+    }
+}

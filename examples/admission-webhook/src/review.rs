@@ -1,0 +1,203 @@
+//! The webhook's decision, pure: an `AdmissionReview` request body in, the `AdmissionReview`
+//! answer out.
+//!
+//! The envelope (uid, kind, namespace, operation) is read with kube-core's `admission.k8s.io/v1`
+//! types; the object itself is judged exactly as the API server sent it (a JSON value, not a
+//! typed round trip), with [`validate_manifest`] and the request's namespace as the default.
+//! An object the policy refuses is denied with the reference's message (status code 403); a
+//! request without an object (a DELETE) is allowed. A body that is not an `AdmissionReview`
+//! request gets no review at all: the server answers it with 400.
+
+use admission_core::{JobValidationPolicy, validate_manifest};
+use kube_core::DynamicObject;
+use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use serde_json::Value;
+
+/// The answer to one request body.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Answer {
+    /// An `AdmissionReview` carrying the response (serialized JSON), and the decision for logs.
+    Review {
+        /// The response body.
+        body: Vec<u8>,
+        /// What was decided.
+        decision: Decision,
+    },
+    /// The body is not an `AdmissionReview` request; why.
+    BadRequest(String),
+}
+
+/// One admission decision, as the webhook logs it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decision {
+    /// The request's uid.
+    pub uid: String,
+    /// `Kind namespace/name` of the object (as far as the request says).
+    pub object: String,
+    /// Whether the object is admitted.
+    pub allowed: bool,
+    /// The denial message (empty when allowed).
+    pub message: String,
+}
+
+/// Judges the `AdmissionReview` in `body` against `policy`.
+pub fn answer(body: &[u8], policy: &JobValidationPolicy) -> Answer {
+    let Ok(mut value) = serde_json::from_slice::<Value>(body) else {
+        return Answer::BadRequest("the body is not JSON".to_owned());
+    };
+    // The object is judged as sent; the typed envelope does not need it (and must not fail on
+    // an object a typed model would refuse).
+    let object = take_object(&mut value);
+    let review: AdmissionReview<DynamicObject> = match serde_json::from_value(value) {
+        Ok(review) => review,
+        Err(error) => {
+            return Answer::BadRequest(format!("the body is not an AdmissionReview ({error})"));
+        }
+    };
+    let request: AdmissionRequest<DynamicObject> = match review.try_into() {
+        Ok(request) => request,
+        Err(_) => return Answer::BadRequest("the AdmissionReview carries no request".to_owned()),
+    };
+    let verdict = match &object {
+        Some(object) => validate_manifest(object, policy, request.namespace.as_deref())
+            .map_err(|rejection| rejection.message),
+        None => Ok(()),
+    };
+    let mut response = AdmissionResponse::from(&request);
+    let message = match verdict {
+        Ok(()) => String::new(),
+        Err(message) => {
+            response = response.deny(&message);
+            response.result.code = 403;
+            response.result.reason = "Forbidden".to_owned();
+            message
+        }
+    };
+    let decision = Decision {
+        uid: request.uid.clone(),
+        object: describe(&request),
+        allowed: message.is_empty(),
+        message,
+    };
+    match serde_json::to_vec(&response.into_review()) {
+        Ok(body) => Answer::Review { body, decision },
+        Err(error) => Answer::BadRequest(format!("cannot write the review ({error})")),
+    }
+}
+
+/// Removes `request.object` from the review and returns it (`None` when absent or null).
+fn take_object(review: &mut Value) -> Option<Value> {
+    let request = review.get_mut("request")?.as_object_mut()?;
+    let object = request.remove("object")?;
+    // oldObject is not judged; dropping it keeps the typed envelope independent of objects.
+    request.remove("oldObject");
+    (!object.is_null()).then_some(object)
+}
+
+/// `Kind namespace/name` for logs.
+fn describe(request: &AdmissionRequest<DynamicObject>) -> String {
+    let namespace = request
+        .namespace
+        .as_deref()
+        .map(|n| format!("{n}/"))
+        .unwrap_or_default();
+    format!("{} {namespace}{}", request.kind.kind, request.name)
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn policy() -> JobValidationPolicy {
+        JobValidationPolicy::from_policy_document(&json!({
+            "allowed_namespaces": ["gco-jobs"], "allowed_kinds": ["Job"],
+            "trusted_registries": ["nvcr.io"], "trusted_dockerhub_orgs": [],
+        }))
+        .expect("policy")
+    }
+
+    fn review(object: Value) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+            "request": {
+                "uid": "705ab4f5-6393-11e8-b7cc-42010a800002",
+                "kind": {"group": "batch", "version": "v1", "kind": "Job"},
+                "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
+                "name": "trainer", "namespace": "gco-jobs", "operation": "CREATE",
+                "userInfo": {"username": "alice"},
+                "object": object, "oldObject": null, "dryRun": false,
+            }
+        }))
+        .expect("review")
+    }
+
+    fn response(answer: Answer) -> Value {
+        match answer {
+            Answer::Review { body, .. } => serde_json::from_slice(&body).expect("JSON"),
+            Answer::BadRequest(reason) => panic!("bad request: {reason}"),
+        }
+    }
+
+    #[test]
+    fn an_object_the_policy_refuses_is_denied_with_the_reference_message() {
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "trainer"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "quay.io/x/y:1"}]}}}});
+        let expected = validate_manifest(&job, &policy(), Some("gco-jobs")).unwrap_err();
+        let answer = response(answer(&review(job), &policy()));
+        assert_eq!(answer["response"]["allowed"], false);
+        assert_eq!(
+            answer["response"]["uid"],
+            "705ab4f5-6393-11e8-b7cc-42010a800002"
+        );
+        assert_eq!(
+            answer["response"]["status"]["message"],
+            expected.message.as_str()
+        );
+        assert_eq!(answer["response"]["status"]["code"], 403);
+        assert_eq!(answer["apiVersion"], "admission.k8s.io/v1");
+        assert_eq!(answer["kind"], "AdmissionReview");
+    }
+
+    #[test]
+    fn an_object_the_policy_admits_and_a_delete_are_allowed() {
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "trainer"},
+            "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "nvcr.io/x/y:1"}]}}}});
+        assert_eq!(
+            response(answer(&review(job), &policy()))["response"]["allowed"],
+            true
+        );
+        assert_eq!(
+            response(answer(&review(Value::Null), &policy()))["response"]["allowed"],
+            true
+        );
+    }
+
+    #[test]
+    fn what_is_not_a_review_request_is_a_bad_request() {
+        for body in [
+            &b"not json"[..],
+            b"[]",
+            b"{\"apiVersion\": \"admission.k8s.io/v1\", \"kind\": \"AdmissionReview\"}",
+            b"{\"request\": {\"uid\": 7}}",
+        ] {
+            assert!(
+                matches!(answer(body, &policy()), Answer::BadRequest(_)),
+                "{body:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_object_a_typed_model_would_refuse_is_still_judged() {
+        // A numeric name would not fit ObjectMeta; the object is judged as sent all the same.
+        let odd = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": 7}});
+        let answer = response(answer(&review(odd), &policy()));
+        assert_eq!(answer["response"]["allowed"], false);
+        assert_eq!(
+            answer["response"]["status"]["message"],
+            "Resource kind 'Pod' is not allowed. Allowed kinds: ['Job']"
+        );
+    }
+}

@@ -1,0 +1,308 @@
+//! The `admission-webhook` binary end to end: started with a saved region policy and a
+//! certificate from a throw-away CA, it is sent real `AdmissionReview` bodies over loopback TLS
+//! and must answer allowed or denied with the reference's message, refuse what is not a review,
+//! bound what it reads, and refuse to start on an unusable policy.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use admission_core::{JobValidationPolicy, validate_manifest};
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper_util::client::legacy::Client;
+use hyper_util::client::legacy::connect::HttpConnector;
+use hyper_util::rt::TokioExecutor;
+use serde_json::{Value, json};
+use test_support::TestCa;
+
+/// The region policy the webhook judges with: a real saved response body.
+const POLICY: &str = "fixtures/jobcheck/policies/us-east-2.json";
+
+fn root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// A running webhook, killed when dropped.
+struct Webhook {
+    child: Child,
+    url: String,
+    ca: TestCa,
+    _files: tempfile::TempDir,
+}
+
+impl Drop for Webhook {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The certificate and key of `ca`'s leaf, written to a temporary directory.
+fn tls_files(ca: &TestCa) -> tempfile::TempDir {
+    let files = tempfile::tempdir().expect("temp dir");
+    std::fs::write(files.path().join("tls.crt"), ca.leaf_pem()).expect("write cert");
+    std::fs::write(files.path().join("tls.key"), ca.leaf_key_pem()).expect("write key");
+    files
+}
+
+/// `admission-webhook` with `policy` and the TLS files in `files`, on a free loopback port.
+fn webhook_command(policy: &Path, files: &Path) -> Command {
+    let mut command = Command::new(env!("CARGO_BIN_EXE_admission-webhook"));
+    command
+        .arg("--policy-file")
+        .arg(policy)
+        .arg("--tls-cert")
+        .arg(files.join("tls.crt"))
+        .arg("--tls-key")
+        .arg(files.join("tls.key"))
+        .args(["--listen", "127.0.0.1:0"]);
+    command
+}
+
+fn start() -> Webhook {
+    let ca = TestCa::new();
+    let files = tls_files(&ca);
+    let mut child = webhook_command(&root().join(POLICY), files.path())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("the webhook starts");
+    let mut line = String::new();
+    BufReader::new(child.stdout.take().expect("stdout is piped"))
+        .read_line(&mut line)
+        .expect("read the first line");
+    let address = line
+        .trim()
+        .strip_prefix("listening on https://")
+        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
+        .to_owned();
+    Webhook {
+        child,
+        // The certificate is for 127.0.0.1 and localhost.
+        url: format!("https://{}", address.replace("127.0.0.1", "localhost")),
+        ca,
+        _files: files,
+    }
+}
+
+type HttpsClient = Client<hyper_rustls::HttpsConnector<HttpConnector>, Full<Bytes>>;
+
+/// A client that trusts only the test CA.
+fn client(ca: &TestCa) -> HttpsClient {
+    let mut roots = rustls::RootCertStore::empty();
+    for cert in rustls_pemfile::certs(&mut ca.ca_pem().as_bytes()) {
+        roots.add(cert.expect("CA PEM")).expect("CA certificate");
+    }
+    let config = rustls::ClientConfig::builder_with_provider(Arc::new(
+        rustls::crypto::ring::default_provider(),
+    ))
+    .with_safe_default_protocol_versions()
+    .expect("protocol versions")
+    .with_root_certificates(roots)
+    .with_no_client_auth();
+    let https = hyper_rustls::HttpsConnectorBuilder::new()
+        .with_tls_config(config)
+        .https_only()
+        .enable_http1()
+        .build();
+    Client::builder(TokioExecutor::new()).build(https)
+}
+
+/// Sends `method path` with `body`; the status and the body text.
+async fn send(webhook: &Webhook, method: &str, path: &str, body: Vec<u8>) -> (u16, String) {
+    let request = http::Request::builder()
+        .method(method)
+        .uri(format!("{}{path}", webhook.url))
+        .header("content-type", "application/json")
+        .body(Full::new(Bytes::from(body)))
+        .expect("request");
+    let response = client(&webhook.ca)
+        .request(request)
+        .await
+        .expect("the webhook answers");
+    let status = response.status().as_u16();
+    let body = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    (status, String::from_utf8_lossy(&body).into_owned())
+}
+
+/// An `AdmissionReview` as the API server sends it for `operation` on `object` in `namespace`.
+fn review(uid: &str, operation: &str, namespace: &str, object: Value, old: Value) -> Vec<u8> {
+    let kind = object["kind"]
+        .as_str()
+        .or(old["kind"].as_str())
+        .unwrap_or("Job")
+        .to_owned();
+    let name = object["metadata"]["name"]
+        .as_str()
+        .or(old["metadata"]["name"].as_str())
+        .unwrap_or_default()
+        .to_owned();
+    serde_json::to_vec(&json!({
+        "kind": "AdmissionReview",
+        "apiVersion": "admission.k8s.io/v1",
+        "request": {
+            "uid": uid,
+            "kind": {"group": "batch", "version": "v1", "kind": kind},
+            "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
+            "requestKind": {"group": "batch", "version": "v1", "kind": kind},
+            "requestResource": {"group": "batch", "version": "v1", "resource": "jobs"},
+            "name": name,
+            "namespace": namespace,
+            "operation": operation,
+            "userInfo": {"username": "alice@example.com", "uid": "1000", "groups": ["system:authenticated"]},
+            "object": object,
+            "oldObject": old,
+            "dryRun": false,
+            "options": {"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"},
+        }
+    }))
+    .expect("review JSON")
+}
+
+/// A GPU job as `kubectl apply` would send it, with `image` for its trainer.
+fn job(namespace: &str, image: &str) -> Value {
+    json!({
+        "apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "trainer", "namespace": namespace, "uid": "4a8e2d0e-0000-4000-8000-000000000001",
+                     "creationTimestamp": null, "labels": {"team": "ml"}},
+        "spec": {"backoffLimit": 2, "template": {"metadata": {"creationTimestamp": null}, "spec": {
+            "restartPolicy": "Never",
+            "containers": [{"name": "trainer", "image": image,
+                "resources": {"limits": {"cpu": "8", "memory": "64Gi", "nvidia.com/gpu": "4"}}}],
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}}},
+        "status": {}
+    })
+}
+
+/// Posts a CREATE review of `object` in `namespace`; the HTTP status and the review's response.
+async fn create(webhook: &Webhook, uid: &str, namespace: &str, object: Value) -> (u16, Value) {
+    let body = review(uid, "CREATE", namespace, object, Value::Null);
+    let (status, body) = send(webhook, "POST", "/validate", body).await;
+    (status, response_of(&body))
+}
+
+fn policy() -> JobValidationPolicy {
+    let body: Value =
+        serde_json::from_str(&std::fs::read_to_string(root().join(POLICY)).expect("policy"))
+            .expect("JSON");
+    JobValidationPolicy::from_policy_document(&body["policy"]).expect("policy document")
+}
+
+fn response_of(body: &str) -> Value {
+    let review: Value = serde_json::from_str(body).expect("a JSON AdmissionReview");
+    assert_eq!(review["apiVersion"], "admission.k8s.io/v1", "{body}");
+    assert_eq!(review["kind"], "AdmissionReview", "{body}");
+    review["response"].clone()
+}
+
+#[tokio::test]
+async fn objects_are_allowed_or_denied_with_the_reference_message() {
+    let webhook = start();
+
+    let fine = job("gco-jobs", "nvcr.io/nvidia/pytorch:24.01-py3");
+    let (status, response) = create(&webhook, "uid-1", "gco-jobs", fine).await;
+    assert_eq!(status, 200);
+    assert_eq!(response["uid"], "uid-1");
+    assert_eq!(response["allowed"], true, "{response}");
+
+    for (uid, namespace, image) in [
+        (
+            "uid-2",
+            "gco-jobs",
+            "quay.io/prometheus/node-exporter:v1.7.0",
+        ),
+        ("uid-3", "kube-system", "nvcr.io/nvidia/pytorch:24.01-py3"),
+    ] {
+        let object = job(namespace, image);
+        let expected = validate_manifest(&object, &policy(), Some(namespace))
+            .expect_err("the policy refuses it")
+            .message;
+        let (status, response) = create(&webhook, uid, namespace, object).await;
+        assert_eq!(status, 200);
+        assert_eq!(response["uid"], uid);
+        assert_eq!(response["allowed"], false, "{response}");
+        assert_eq!(response["status"]["code"], 403);
+        assert_eq!(response["status"]["message"], expected.as_str());
+    }
+
+    // A DELETE carries only the old object: nothing to judge.
+    let old = job("gco-jobs", "quay.io/x/y:1");
+    let (status, body) = send(
+        &webhook,
+        "POST",
+        "/validate",
+        review("uid-4", "DELETE", "gco-jobs", Value::Null, old),
+    )
+    .await;
+    assert_eq!(status, 200);
+    assert_eq!(response_of(&body)["allowed"], true);
+}
+
+#[tokio::test]
+async fn the_denial_messages_are_the_server_gates() {
+    let webhook = start();
+    let mut pod = job("gco-jobs", "nvcr.io/nvidia/pytorch:24.01-py3");
+    pod["spec"]["template"]["spec"]["hostNetwork"] = json!(true);
+    let (_, response) = create(&webhook, "uid-5", "gco-jobs", pod).await;
+    assert_eq!(
+        response["status"]["message"],
+        "Security context validation failed: hostNetwork is not permitted"
+    );
+    let mut unnamed = job("gco-jobs", "nvcr.io/nvidia/pytorch:24.01-py3");
+    unnamed["metadata"] = json!({"generateName": "trainer-"});
+    let (_, response) = create(&webhook, "uid-6", "gco-jobs", unnamed).await;
+    assert_eq!(response["status"]["message"], "Missing metadata.name field");
+}
+
+#[tokio::test]
+async fn what_is_not_a_review_is_refused_and_bodies_are_bounded() {
+    let webhook = start();
+    let (status, body) = send(&webhook, "POST", "/validate", b"{not json".to_vec()).await;
+    assert_eq!((status, body.as_str()), (400, "the body is not JSON"));
+    let (status, _) = send(
+        &webhook,
+        "POST",
+        "/validate",
+        br#"{"kind": "AdmissionReview"}"#.to_vec(),
+    )
+    .await;
+    assert_eq!(status, 400);
+    let nested = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+    let (status, _) = send(&webhook, "POST", "/validate", nested.into_bytes()).await;
+    assert_eq!(status, 400);
+    let (status, body) = send(&webhook, "POST", "/validate", vec![b' '; 9 * 1024 * 1024]).await;
+    assert_eq!(
+        (status, body.as_str()),
+        (413, "request body over 8388608 bytes")
+    );
+    // Still serving after all that.
+    assert_eq!(
+        send(&webhook, "GET", "/healthz", Vec::new()).await,
+        (200, "ok".to_owned())
+    );
+    assert_eq!(send(&webhook, "GET", "/validate", Vec::new()).await.0, 405);
+    assert_eq!(send(&webhook, "POST", "/mutate", Vec::new()).await.0, 404);
+}
+
+#[test]
+fn an_unusable_policy_file_stops_the_start() {
+    let files = tls_files(&TestCa::new());
+    let policy = files.path().join("policy.json");
+    std::fs::write(&policy, r#"{"region": "x"}"#).expect("write policy");
+    let output = webhook_command(&policy, files.path())
+        .output()
+        .expect("runs");
+    assert_eq!(output.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("is not usable: the response carried no policy object"),
+        "{stderr}"
+    );
+}
