@@ -40,8 +40,8 @@ fn the_recorded_answers_are_what_opa_answers_now() {
     let cases = read_corpus(&root.join(CASES)).expect("the corpus");
     assert!(!cases.is_empty(), "no case in {CASES}");
     let ours = answer_corpus(&cases).expect("the corpus compiles");
-    let python = OPA.python().unwrap();
-    let opa = opa_answers(&python, &cases, &ours).unwrap();
+    let python = OPA.python().unwrap_or_else(|e| panic!("{e:#}"));
+    let opa = opa_answers(&python, &cases, &ours).unwrap_or_else(|e| panic!("asking OPA: {e:#}"));
     let path = root.join(ANSWERS);
     if std::env::var(RECORD_ENV).is_ok_and(|v| v == "1") {
         std::fs::write(&path, serde_json::to_string_pretty(&opa).unwrap() + "\n").unwrap();
