@@ -41,6 +41,11 @@ correctly. Teams keep their order (first match wins); empty optional values are 
 {{- if $c.gator.path -}}{{- $_ := set $gator "path" (toString $c.gator.path) -}}{{- end -}}
 {{- $_ := set $cfg "gator" $gator -}}
 {{- end -}}
+{{- if $c.webhookEnv -}}
+{{- $vars := dict -}}
+{{- range $team, $var := $c.webhookEnv -}}{{- $_ := set $vars (toString $team) (toString $var) -}}{{- end -}}
+{{- $_ := set $cfg "webhookEnv" $vars -}}
+{{- end -}}
 {{- if $c.categories -}}
 {{- $cats := dict -}}
 {{- range $rule, $list := $c.categories -}}

@@ -46,9 +46,18 @@ app.kubernetes.io/component: workload-report
 {{- end -}}
 {{- end -}}
 
-{{/* The env var holding a team's webhook: upper-cased, every non-alphanumeric as "_". */}}
+{{/* The env var (and Secret key) of a team's webhook, called with (list $ team): its
+report.config.webhookEnv override, else the team upper-cased, every non-alphanumeric as "_",
+then _WEBHOOK (the binary's rule). */}}
 {{- define "wr.webhookEnv" -}}
-{{- printf "%s_WEBHOOK" (regexReplaceAll "[^A-Z0-9]" (upper .) "_") -}}
+{{- $root := index . 0 -}}
+{{- $team := toString (index . 1) -}}
+{{- $overrides := $root.Values.report.config.webhookEnv | default dict -}}
+{{- if hasKey $overrides $team -}}
+{{- toString (get $overrides $team) -}}
+{{- else -}}
+{{- printf "%s_WEBHOOK" (regexReplaceAll "[^A-Z0-9]" (upper $team) "_") -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Team names that can receive a message, in config order, the default team first; never `silenced`. */}}
@@ -123,12 +132,25 @@ app.kubernetes.io/component: workload-report
 {{- fail (printf "%s: report.config.teams[%d].namespaces must be a non-empty list of namespace globs" $p $i) -}}
 {{- end -}}
 {{- end -}}
+{{- $overrides := $c.webhookEnv | default dict -}}
+{{- if not (kindIs "map" $overrides) -}}
+{{- fail (printf "%s: report.config.webhookEnv must be a map of team name to env var name" $p) -}}
+{{- end -}}
+{{- range $team, $var := $overrides -}}
+{{- if or (eq $team "silenced") (not (has $team $teamNames)) -}}
+{{- fail (printf "%s: report.config.webhookEnv.%s: not a team that receives messages" $p $team) -}}
+{{- end -}}
+{{- if not (regexMatch "^[A-Za-z_][A-Za-z0-9_]*$" (toString $var)) -}}
+{{- fail (printf "%s: report.config.webhookEnv.%s: %q is not an env var name every Kubernetes accepts ([A-Za-z_][A-Za-z0-9_]*)" $p $team (toString $var)) -}}
+{{- end -}}
+{{- end -}}
 {{- $envs := dict -}}
 {{- range $name := $teamNames -}}
-{{- if not (regexMatch "^[a-z][a-z0-9_-]*$" $name) -}}
-{{- fail (printf "%s: team name %q cannot become an env var name: use a lower-case letter, then lower-case letters, digits, - or _" $p $name) -}}
+{{- if not (regexMatch "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$" $name) -}}
+{{- fail (printf "%s: team name %q is not valid: a letter or digit, then letters, digits, ., - or _ (at most 63)" $p $name) -}}
 {{- end -}}
-{{- $env := include "wr.webhookEnv" $name -}}
+{{- if eq $name "silenced" -}}{{- continue -}}{{- end -}}
+{{- $env := include "wr.webhookEnv" (list $ $name) -}}
 {{- $other := get $envs $env -}}
 {{- if and $other (ne $other $name) -}}
 {{- fail (printf "%s: teams %q and %q would share the env var %s" $p $other $name $env) -}}

@@ -199,8 +199,9 @@ fn render_one(case: &str) -> Rendered {
     }
 }
 
-/// The `<TEAM>_WEBHOOK` variables a rendered report config needs (the default team and every
-/// team but `silenced`), sorted, by team-routing's rule.
+/// The webhook variables a rendered report config needs (the default team and every team but
+/// `silenced`), sorted: the team's `webhookEnv` override, else `<TEAM>_WEBHOOK` by
+/// team-routing's rule.
 pub fn webhook_vars(config: &Value) -> Result<Vec<String>> {
     let teams: Vec<TeamSpec> =
         serde_json::from_value(config["teams"].clone()).context("the rendered config's teams")?;
@@ -209,7 +210,12 @@ pub fn webhook_vars(config: &Value) -> Result<Vec<String>> {
     let mut vars: Vec<String> = routes
         .webhook_vars()
         .into_iter()
-        .map(|(_, variable)| variable)
+        .map(
+            |(team, variable)| match config["webhookEnv"][team].as_str() {
+                Some(other) => other.to_string(),
+                None => variable,
+            },
+        )
         .collect();
     vars.sort();
     Ok(vars)

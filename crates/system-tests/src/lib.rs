@@ -4,6 +4,8 @@
 //! Nothing here is shipped; the crate exists for its `tests/`:
 //! - `chart_render`: `charts/workload-report` rendered with real Helm for a set of value cases
 //!   ([`chart`]), each rule of what it must render a named test;
+//! - `chart_dashboard`: the dashboard pinned panel by panel and every chart query parsed with
+//!   the official LogQL and PromQL grammars ([`grammars`]);
 //! - `chart_binary`: the rendered config and the CronJob's own Pod through the
 //!   `workload-report` binary ([`binary`]);
 //! - `chart_live`: the rendered RBAC installed into a real kube-apiserver, the report run as the
@@ -20,6 +22,7 @@ pub mod binary;
 pub mod chart;
 pub mod checks;
 pub mod contract;
+pub mod grammars;
 pub mod helm;
 pub mod release;
 pub mod venv;

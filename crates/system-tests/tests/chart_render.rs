@@ -184,7 +184,8 @@ fn full_env_sets_the_flags_loki_and_one_webhook_per_postable_team() {
             &json!({"name": "loki-push-credentials", "key": key, "optional": true}),
         );
     }
-    for key in ["INFRA_WEBHOOK", "DATA_ENG_WEBHOOK", "WEB_TEAM_WEBHOOK"] {
+    // web_team reads its webhook from its webhookEnv override.
+    for key in ["INFRA_WEBHOOK", "DATA_ENG_WEBHOOK", "WEB_TEAM_HOOK"] {
         c.eq(
             &format!("env {key}"),
             &env_secret(&env, key),
@@ -213,13 +214,13 @@ fn every_env_var_the_binary_reads_is_rendered() {
     let config = rendered_config(&mut c, r, "nightly-report-config");
     let webhooks: BTreeSet<String> = env
         .keys()
-        .filter(|k| k.ends_with("_WEBHOOK"))
+        .filter(|k| env_secret(&env, k)["name"] == json!("report-webhooks"))
         .cloned()
         .collect();
     c.eq(
         "webhook env vars",
         &json!(webhooks),
-        &json!(["DATA_ENG_WEBHOOK", "INFRA_WEBHOOK", "WEB_TEAM_WEBHOOK"]),
+        &json!(["DATA_ENG_WEBHOOK", "INFRA_WEBHOOK", "WEB_TEAM_HOOK"]),
     );
     c.eq(
         "webhook env vars by team-routing's rule",
@@ -435,7 +436,11 @@ const DASHBOARD_PANELS: &[&str] = &[
     "Message categories",
     "Silenced",
     "Trend per team (14 days, last run of each day)",
+    "Namespaces with violations per team (14 days, last run of each day)",
+    "New at deploy (admission violations per rule)",
+    "New and fixed since the previous run",
     "Runs",
+    "Policy errors (selected run)",
 ];
 
 #[test]
@@ -460,8 +465,13 @@ fn alert_and_dashboard_queries_use_only_what_the_loki_contract_documents() {
         }
     }
     let dashboard = dashboard_json(&mut c, r.find("ConfigMap", "nightly-report-dashboard"));
+    // New at deploy reads Gatekeeper's own log lines, not the report's (chart_dashboard pins it).
+    let gatekeeper = full_values()["dashboard"]["gatekeeperLogSelector"].clone();
+    let gatekeeper = gatekeeper.as_str().unwrap_or_default();
     for expr in dashboard_queries(&dashboard) {
-        contract.check_query(&mut c, &expr, FULL_JOB);
+        if !expr.contains(gatekeeper) {
+            contract.check_query(&mut c, &expr, FULL_JOB);
+        }
     }
     c.finish();
 }
@@ -470,13 +480,22 @@ fn alert_and_dashboard_queries_use_only_what_the_loki_contract_documents() {
 fn every_full_value_reaches_a_rendered_object() {
     let mut c = Checks::new("full");
     let values = full_values();
-    let rendered = serde_json::to_string(&rendered("full").objects).unwrap_or_default();
+    let objects = &rendered("full").objects;
+    let rendered = serde_json::to_string(objects).unwrap_or_default();
+    // A value inside an embedded JSON file (the dashboard) is JSON-escaped there.
+    let objects_value = serde_json::to_value(objects).unwrap_or_default();
+    let mut embedded = Vec::new();
+    string_leaves(&objects_value, "", &mut embedded);
+    let embedded: String = embedded.into_iter().map(|(_, text)| text).collect();
     let mut leaves = Vec::new();
     string_leaves(&values, "", &mut leaves);
     for (path, leaf) in leaves {
-        c.check(rendered.contains(leaf), || {
-            format!("value {path} = {leaf:?} reaches no rendered object")
-        });
+        let escaped = serde_json::to_string(leaf).unwrap_or_default();
+        let escaped = escaped.trim_matches('"');
+        c.check(
+            rendered.contains(leaf) || embedded.contains(escaped),
+            || format!("value {path} = {leaf:?} reaches no rendered object"),
+        );
     }
     c.finish();
 }
@@ -499,7 +518,7 @@ fn full_notes_tell_how_to_run_by_hand_and_which_webhook_keys_to_create() {
         "kubectl -n gatekeeper-report logs -f job/nightly-report-manual-1",
         "INFRA_WEBHOOK",
         "DATA_ENG_WEBHOOK",
-        "WEB_TEAM_WEBHOOK",
+        "WEB_TEAM_HOOK   (team web_team)",
         "report-webhooks",
         "\"status\":\"ok\"",
         "first deploy with alerts.enabled=false",

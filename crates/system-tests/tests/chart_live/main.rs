@@ -52,6 +52,7 @@ fn the_report_runs_ok_as_the_charts_service_account_and_grafana_reads_the_run_fr
         facts.total(),
         expected.total()
     );
+    queries::push_gatekeeper_denies(&installed.loki).unwrap();
     queries::check_dashboard(&installed.loki, release, &facts).unwrap();
     queries::check_alerts(&installed.loki, release, &facts, 1, 0).unwrap();
 }
