@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use report_sinks::slack::{MAX_BLOCKS, MAX_SECTION_CHARS, dashboard_link, team_message};
 use report_sinks::{
-    Report, RunStatus, SlackMessage, SlackOptions, SlackSink, TeamReport, problems_message,
+    History, Report, RunStatus, SlackMessage, SlackOptions, SlackSink, TeamReport, problems_message,
 };
 use serde_json::Value;
 
@@ -216,6 +216,7 @@ fn many_namespaces_stay_within_50_blocks_and_say_how_many_were_cut() {
         "raster",
         &team,
         &common::run(),
+        &History::Unavailable,
         &SlackOptions {
             max_message_chars: 1_000_000,
             ..options()
@@ -246,6 +247,7 @@ fn max_message_chars_truncates_with_an_honest_count() {
         "raster",
         &team,
         &common::run(),
+        &History::Unavailable,
         &SlackOptions {
             max_message_chars: max,
             ..options()
@@ -292,6 +294,7 @@ fn max_message_chars_truncates_with_an_honest_count() {
         "raster",
         &team,
         &common::run(),
+        &History::Unavailable,
         &SlackOptions {
             max_message_chars: 900,
             ..options()
@@ -311,7 +314,13 @@ fn max_message_chars_truncates_with_an_honest_count() {
 fn a_huge_namespace_section_stays_under_3000_chars() {
     // 30 rules × 10 names of 200 chars: far beyond one section
     let team = big_team(1, 30, 12, 200);
-    let message = team_message("raster", &team, &common::run(), &options());
+    let message = team_message(
+        "raster",
+        &team,
+        &common::run(),
+        &History::Unavailable,
+        &options(),
+    );
     for text in section_texts(&message.blocks) {
         assert!(
             text.chars().count() <= MAX_SECTION_CHARS,
@@ -359,6 +368,7 @@ fn skipped_run_report_renders_no_team_digest() {
         teams: BTreeMap::new(),
         policy_errors: vec![],
         problems: vec!["api error".into()],
+        history: History::Unavailable,
     };
     assert!(SlackSink::new(options()).render(&report).is_empty());
 }

@@ -50,6 +50,10 @@ struct Recorder {
     loki_error: Option<SendError>,
     /// A team whose post panics (quoting its webhook).
     panic_on: Option<&'static str>,
+    /// What reading the previous run gives (`Ok(None)`, a first run, by default).
+    previous: Option<Result<Option<PreviousRun>, HistoryError>>,
+    /// The history queries asked.
+    queries: Vec<HistoryQuery>,
 }
 
 impl Delivery for Recorder {
@@ -75,6 +79,11 @@ impl Delivery for Recorder {
             Some(error) => Err(error.clone()),
             None => Ok(()),
         }
+    }
+
+    fn previous_run(&mut self, query: &HistoryQuery) -> Result<Option<PreviousRun>, HistoryError> {
+        self.queries.push(query.clone());
+        self.previous.clone().unwrap_or(Ok(None))
     }
 }
 
