@@ -17,8 +17,8 @@
 //! - snapshots: `fixtures/cluster-src/<s>/`, `fixtures/cluster/<s>/` and `fixtures/demo/cluster/`,
 //!   read with `cluster_projection::read_snapshot` and projected with `cluster_projection::project`;
 //! - suites: every test of every `suite.yaml` under `fixtures/gatekeeper/` (template, constraint,
-//!   case objects and inventories, de-duplicated by identity; AdmissionReview cases left out),
-//!   projected object by object with `cluster_projection::project_object`.
+//!   ExpansionTemplates, case objects and inventories, de-duplicated by identity; AdmissionReview
+//!   cases left out), projected object by object with `cluster_projection::project_object`.
 //!
 //! Committed fixtures must also be fresh (`fixtures::check`).
 
@@ -340,7 +340,7 @@ fn suite_scenarios(root: &Path, suite_path: &Path) -> Result<Vec<Scenario>> {
             }
             let name = test.get("name").and_then(Value::as_str).unwrap_or("?");
             let mut files = Vec::new();
-            for key in ["template", "constraint"] {
+            for key in ["template", "constraint", "expansion"] {
                 if let Some(file) = test.get(key).and_then(Value::as_str) {
                     files.push(dir.join(file));
                 }

@@ -1,13 +1,16 @@
 //! `workload-report eval`: reviews objects against templates and constraints like `gator test`
 //! (every object from the files and directories given with `-f` is read, put into
-//! `data.inventory` and reviewed) and prints gator's `-o json`, `-o yaml` or human output.
+//! `data.inventory` and reviewed, then expanded by the ExpansionTemplates among them and its
+//! resultants reviewed) and prints gator's `-o json`, `-o yaml` or human output.
 //! Exit code: 1 when an enforceable (deny) result exists, 0 otherwise, 2 on input errors.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::Context;
-use gatekeeper_engine::{Engine, EngineError, EngineOptions, NamespaceMode, output};
+use gatekeeper_engine::{
+    Engine, EngineError, EngineOptions, ExpansionError, NamespaceMode, output,
+};
 use serde_json::Value;
 
 /// Output format of `eval`.
@@ -67,7 +70,7 @@ pub(crate) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         Format::Yaml => output::render_yaml(&engine, &outcome.results),
         Format::Text => output::render_text(&outcome.results),
     };
-    print!("{text}");
+    crate::stdio::print(&text)?;
     let enforceable = outcome.results.iter().any(|r| r.result.is_enforceable());
     Ok(if enforceable {
         ExitCode::from(1)
@@ -92,11 +95,15 @@ fn name_of(object: &Value) -> String {
         .to_string()
 }
 
-/// Adds the file of the object an "unsupported" error is about (the engine only knows objects).
+/// Adds the file of the object an "unsupported" or ExpansionTemplate error is about (the
+/// engine only knows objects).
 fn naming_the_file(error: EngineError, origins: &[(PathBuf, String, String)]) -> anyhow::Error {
     let wanted = match &error {
         EngineError::Unsupported { name, .. } => Some(("ConstraintTemplate", name.as_str())),
         EngineError::UnsupportedObject { kind, name, .. } => Some((kind.as_str(), name.as_str())),
+        EngineError::Expander(
+            ExpansionError::Parse { name, .. } | ExpansionError::Upsert { name, .. },
+        ) => Some(("ExpansionTemplate", name.as_str())),
         _ => None,
     };
     let file = wanted.and_then(|(kind, name)| {

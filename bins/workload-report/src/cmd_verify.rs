@@ -26,11 +26,11 @@ pub(crate) fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
         allow_outside_suite: args.allow_outside_suite,
     };
     let outcome = gatekeeper_engine::verify::run(&args.paths, &options)?;
-    print!("{}", outcome.output);
+    crate::stdio::print(&outcome.output)?;
     if outcome.passed {
         Ok(ExitCode::SUCCESS)
     } else {
-        eprintln!("Error: FAIL");
+        crate::stdio::log("Error: FAIL");
         Ok(ExitCode::from(1))
     }
 }

@@ -246,20 +246,107 @@ fn verify_refuses_relative_paths_that_climb_out_and_never_quotes_files() {
 }
 
 #[test]
-fn verify_fails_tests_with_expansion_as_unsupported() {
+fn verify_fails_unsupported_features_naming_them() {
     let output = run(&["verify", "fixtures/gatekeeper-unsupported/..."]);
     assert_eq!(output.status.code(), Some(1));
     let text = stdout(&output);
     assert!(
         text.contains(
-            "unsupported: expansion: the test names the ExpansionTemplate \"expansion.yaml\""
+            "adding template \"k8simagetagged\": unsupported engine: the template has only \
+             K8sNativeValidation code"
         ),
         "{text}"
     );
     assert!(
-        text.contains("(fixtures/gatekeeper-unsupported/expansion/suite.yaml)"),
+        text.contains("FAIL\tfixtures/gatekeeper-unsupported/celonly/suite.yaml"),
         "{text}"
     );
+}
+
+const EXPANSION: &str = "fixtures/gatekeeper/podexpansion";
+
+#[test]
+fn eval_applies_expansion_templates_like_gator_test() {
+    let files = [
+        format!("{EXPANSION}/template.yaml"),
+        format!("{EXPANSION}/expansion.yaml"),
+        format!("{EXPANSION}/samples/pods"),
+    ];
+    let mut args = vec!["eval"];
+    for file in &files {
+        args.extend(["-f", file.as_str()]);
+    }
+    let output = run(&args);
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    insta::assert_snapshot!("eval_expansion_text", stdout(&output));
+}
+
+#[test]
+fn eval_expansion_templates_actions_replace_the_constraints() {
+    let files = [
+        format!("{EXPANSION}/template.yaml"),
+        format!("{EXPANSION}/expansion-warn.yaml"),
+        format!("{EXPANSION}/samples/pods/constraint.yaml"),
+        format!("{EXPANSION}/samples/pods/deployment_root.yaml"),
+    ];
+    let mut args = vec!["eval", "-o", "json"];
+    for file in &files {
+        args.extend(["-f", file.as_str()]);
+    }
+    let output = run(&args);
+    // The constraint denies, but its only result is on an expansion whose template says warn.
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let results: serde_json::Value = serde_json::from_str(&stdout(&output)).unwrap();
+    assert_eq!(results.as_array().unwrap().len(), 1, "{results}");
+    assert_eq!(results[0]["enforcementAction"], "warn");
+    assert_eq!(
+        results[0]["constraint"]["spec"]["enforcementAction"],
+        "deny"
+    );
+    assert_eq!(results[0]["violatingObject"]["kind"], "Deployment");
+    assert_eq!(
+        results[0]["msg"],
+        "[Implied by expand-workloads-warn] Pod api-pod: container api must set securityContext.runAsNonRoot"
+    );
+}
+
+#[test]
+fn eval_expansion_errors_exit_2_naming_the_object_or_the_file() {
+    let dir = suite_dir(
+        "kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\n",
+        &[(
+            "broken.yaml",
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: broken\n  namespace: shop\nspec: {}\n",
+        )],
+    );
+    let expansion = format!("{EXPANSION}/expansion.yaml");
+    let output = run(&["eval", "-f", &expansion, "-f", dir.path().to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains(
+            "auditing objects: expanding resource broken: error expanding resource broken: \
+             could not find source field \"spec.template\" in resource broken"
+        ),
+        "{}",
+        stderr(&output)
+    );
+
+    let cycle = dir.path().join("cycle.yaml");
+    std::fs::write(
+        &cycle,
+        "apiVersion: expansion.gatekeeper.sh/v1alpha1\nkind: ExpansionTemplate\nmetadata:\n  name: pods-to-deployments\nspec:\n  applyTo:\n    - groups: [\"\"]\n      kinds: [\"Pod\"]\n      versions: [\"v1\"]\n  templateSource: spec\n  generatedGVK: {group: apps, version: v1, kind: Deployment}\n",
+    )
+    .unwrap();
+    let output = run(&["eval", "-f", &expansion, "-f", cycle.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(2));
+    let text = stderr(&output);
+    assert!(
+        text.contains(
+            "error creating expander: error upserting template pods-to-deployments: template forms expansion cycle"
+        ),
+        "{text}"
+    );
+    assert!(text.contains("cycle.yaml"), "{text}");
 }
 
 #[test]
@@ -281,7 +368,7 @@ fn eval_prints_evaluation_errors_as_results_and_exits_1() {
 }
 
 #[test]
-fn eval_refuses_mutators_and_expansion_templates_naming_the_file() {
+fn eval_refuses_mutators_naming_the_file() {
     let dir = suite_dir(
         "kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\n",
         &[(
@@ -293,7 +380,7 @@ fn eval_refuses_mutators_and_expansion_templates_naming_the_file() {
     assert_eq!(output.status.code(), Some(2));
     let text = stderr(&output);
     assert!(
-        text.contains("unsupported: mutators are not applied"),
+        text.contains("unsupported: mutators are not supported by the embedded engine"),
         "{text}"
     );
     assert!(text.contains("mutator.yaml"), "{text}");

@@ -8,7 +8,7 @@ mod real_common;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use real_common::{demo_cluster, dry_run, normalized_out, root, run, write_config};
+use real_common::{demo_cluster, dry_run, fixture_suites, normalized_out, root, run, write_config};
 use serde_json::{Value, json};
 use test_support::real::{Tool, require};
 
@@ -73,24 +73,6 @@ fn set_engine(out: &mut std::collections::BTreeMap<String, Value>, engine: &str)
             }
         }
     }
-}
-
-/// Every `suite.yaml` under `fixtures/gatekeeper/`, sorted.
-fn fixture_suites() -> Vec<PathBuf> {
-    let mut suites = Vec::new();
-    let mut pending = vec![root().join("fixtures/gatekeeper")];
-    while let Some(dir) = pending.pop() {
-        for entry in std::fs::read_dir(&dir).unwrap() {
-            let path = entry.unwrap().path();
-            if path.is_dir() {
-                pending.push(path);
-            } else if path.file_name().is_some_and(|n| n == "suite.yaml") {
-                suites.push(path);
-            }
-        }
-    }
-    suites.sort();
-    suites
 }
 
 /// Whether a template the suite names carries a CEL (`K8sNativeValidation`) block: gator then

@@ -1045,4 +1045,20 @@ fn a_closed_stdout_ends_the_output_quietly() {
         !stderr.contains("internal error") && !stderr.contains("panicked"),
         "{stderr}"
     );
+    // eval and verify print gator-style output that is often piped into `head`.
+    let (code, stderr) = run_into_a_closed_pipe(
+        &[
+            "eval",
+            "-f",
+            "fixtures/gatekeeper/podexpansion",
+            "-o",
+            "text",
+        ],
+        &[],
+    );
+    assert_eq!(code, 1, "eval's own exit code (violations found): {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let (code, stderr) = run_into_a_closed_pipe(&["verify", "fixtures/gatekeeper/..."], &[]);
+    assert_eq!(code, 0, "verify's own exit code: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
 }

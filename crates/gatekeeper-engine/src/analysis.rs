@@ -24,6 +24,10 @@ use regorus::unstable::{Expr, Literal, Module, Query, Ref, Rule, RuleHead};
 
 use crate::limits::MAX_CALL_DEPTH;
 
+/// The name of the template's own module in error locations, as the constraint framework
+/// names it (libs are `template1`, `template2`, …).
+pub(crate) const ENTRY_MODULE: &str = "template";
+
 /// What a rule or function of the policy is.
 #[derive(Debug, Clone)]
 struct RuleInfo {
@@ -54,7 +58,7 @@ pub(crate) fn check(modules: &[Ref<Module>], v1: bool) -> Result<(), Refusal> {
     let rules = rule_table(modules);
     let entry = modules
         .iter()
-        .find(|m| m.package.span.source.file() == crate::template::ENTRY_MODULE)
+        .find(|m| m.package.span.source.file() == ENTRY_MODULE)
         .map(|m| package_path(m));
     let mut graph: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
     let mut first_line: BTreeMap<String, (String, u32)> = BTreeMap::new();

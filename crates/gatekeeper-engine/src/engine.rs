@@ -1,20 +1,24 @@
 //! The `gator test` equivalent: every input object goes into `data.inventory`, templates and
 //! constraints are ingested, and every object (templates and constraints included) is reviewed,
-//! in parallel over rayon's pool with one warm evaluator per worker.
+//! then expanded by the input's ExpansionTemplates and its resultants reviewed, in parallel
+//! over rayon's pool with one warm evaluator per worker.
 
 use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use rayon::prelude::*;
 use serde_json::Value;
 
 use crate::error::EngineError;
+use crate::expander::ExpansionSet;
+use crate::expansion::{ExpansionError, ExpansionTemplate, is_expansion_template, is_mutator};
+use crate::inventory::{Inventory, InventoryBuilder};
 use crate::matching::{NamespaceInfo, group_version, str_at};
+use crate::request::ReviewRequest;
 use crate::result::ReviewResult;
 use crate::review::{
-    DeadlinePassed, DetailedResult, Evaluator, Inventory, InventoryBuilder, PolicySet,
-    ReviewRequest, ReviewStats,
+    DeadlinePassed, DetailedResult, Evaluator, PolicySet, ReviewStats, implied_results, object_ref,
 };
 
 /// gator's enforcement point.
@@ -74,6 +78,7 @@ pub struct Engine {
     objects: Vec<Box<str>>,
     policies: PolicySet,
     inventory: Inventory,
+    expansions: ExpansionSet,
     options: EngineOptions,
     prototype: Mutex<Evaluator>,
     /// When the time budget runs out (none when there is no budget, or it is too large to
@@ -91,21 +96,13 @@ fn is_constraint(object: &Value) -> bool {
 }
 
 /// What the embedded engine does not apply of an input object of this kind, if anything:
-/// expansion templates and mutators change what `gator test` reviews.
+/// gator mutates the objects it expands and their resultants with the input's mutators, which
+/// changes what it reviews and prints.
 fn unsupported_input(object: &Value) -> Option<&'static str> {
-    let (group, _) = group_version(str_at(object, &["apiVersion"]));
-    match (group, str_at(object, &["kind"])) {
-        ("expansion.gatekeeper.sh", "ExpansionTemplate") => Some(
-            "expansion: ExpansionTemplates are not applied by the embedded engine \
-             (the resources they generate would be reviewed by gator)",
-        ),
-        ("mutations.gatekeeper.sh", "Assign" | "AssignMetadata" | "ModifySet" | "AssignImage") => {
-            Some(
-                "mutators are not applied by the embedded engine (gator applies them to expanded resources)",
-            )
-        }
-        _ => None,
-    }
+    is_mutator(object).then_some(
+        "mutators are not supported by the embedded engine (gator applies them to the objects \
+         it expands and to their resultants before it reviews them)",
+    )
 }
 
 fn parse_stored(text: &str) -> Value {
@@ -126,6 +123,11 @@ struct Intake {
     inventory_error: Option<EngineError>,
     /// The first object whose effect the engine does not apply (reported first).
     unsupported: Option<EngineError>,
+    /// The ExpansionTemplates, in input order.
+    expansion_templates: Vec<ExpansionTemplate>,
+    /// The first ExpansionTemplate of the wrong shape; reported after the inventory's errors,
+    /// as gator creates its expander after ingesting everything else.
+    expansion_error: Option<ExpansionError>,
 }
 
 impl Intake {
@@ -137,6 +139,8 @@ impl Intake {
             checked: InventoryBuilder::new(false),
             inventory_error: None,
             unsupported: None,
+            expansion_templates: Vec::new(),
+            expansion_error: None,
         };
         for mut object in objects {
             if let (None, Some(feature)) = (&intake.unsupported, unsupported_input(&object)) {
@@ -156,15 +160,32 @@ impl Intake {
                 intake.templates.push(object);
             } else if is_constraint(&object) {
                 intake.constraints.push(object);
+            } else if is_expansion_template(&object) {
+                match ExpansionTemplate::from_object(&object) {
+                    Ok(template) => intake.expansion_templates.push(template),
+                    Err(error) => {
+                        intake.expansion_error.get_or_insert(error);
+                    }
+                }
             }
         }
         intake
+    }
+
+    /// The ExpansionTemplates in effect, or gator's error creating its expander.
+    fn expansions(&mut self) -> Result<ExpansionSet, EngineError> {
+        if let Some(error) = self.expansion_error.take() {
+            return Err(EngineError::Expander(error));
+        }
+        ExpansionSet::from_templates(std::mem::take(&mut self.expansion_templates))
+            .map_err(EngineError::Expander)
     }
 }
 
 impl Engine {
     /// Ingests `objects` as `gator test` does: every ConstraintTemplate, then every constraint
-    /// (input order does not matter), then every object into `data.inventory`. Numbers are
+    /// (input order does not matter), then every object into `data.inventory`, then the
+    /// ExpansionTemplates (in input order; see [`ExpansionSet::upsert`]). Numbers are
     /// normalised as gator's float64 round trip does ([`crate::gator_numbers`]). The first
     /// ingestion error is returned; no objects at all is [`EngineError::NoInput`].
     ///
@@ -177,7 +198,7 @@ impl Engine {
         let deadline = options
             .time_budget
             .and_then(|budget| Instant::now().checked_add(budget));
-        let intake = Intake::take(objects);
+        let mut intake = Intake::take(objects);
         if intake.stored.is_empty() {
             return Err(EngineError::NoInput);
         }
@@ -191,9 +212,10 @@ impl Engine {
         for object in &intake.constraints {
             policies.add_constraint(object)?;
         }
-        if let Some(error) = intake.inventory_error {
+        if let Some(error) = intake.inventory_error.take() {
             return Err(error);
         }
+        let expansions = intake.expansions()?;
         // `data.inventory` holds a copy of the whole input: build it only when a template reads it.
         let inventory = if policies.uses_inventory() {
             let mut builder = InventoryBuilder::new(true);
@@ -210,6 +232,7 @@ impl Engine {
             objects: intake.stored,
             policies,
             inventory,
+            expansions,
             options,
             prototype: Mutex::new(evaluator),
             deadline,
@@ -232,13 +255,19 @@ impl Engine {
         &self.policies
     }
 
+    /// The ExpansionTemplates of the input, applied by every review.
+    pub fn expansions(&self) -> &ExpansionSet {
+        &self.expansions
+    }
+
     /// The constraint as the framework holds it (input plus defaults, no status).
     pub fn constraint_object(&self, kind: &str, name: &str) -> Option<&Value> {
         self.policies.constraint(kind, name).map(|c| &c.object)
     }
 
-    /// Reviews every object; results sorted by (enforcement action, msg). Fails only when
-    /// the time budget runs out.
+    /// Reviews every object and the resultants of its expansion; results sorted by
+    /// (enforcement action, msg). Fails when the time budget runs out or, as gator does, when
+    /// an object cannot be expanded (the first such object in input order).
     pub fn review_all(&self) -> Result<Vec<ReviewResult>, EngineError> {
         Ok(self
             .review_all_detailed()?
@@ -248,11 +277,14 @@ impl Engine {
             .collect())
     }
 
-    /// Reviews every object, keeping result kinds, object indexes and counters. Fails only
-    /// when the time budget ([`EngineOptions::time_budget`]) runs out.
+    /// Reviews every object and the resultants of its expansion, keeping result kinds, object
+    /// indexes and counters. Fails when the time budget ([`EngineOptions::time_budget`]) runs
+    /// out or when an object cannot be expanded ([`EngineError::Expansion`], the first such
+    /// object in input order).
     pub fn review_all_detailed(&self) -> Result<ReviewOutcome, EngineError> {
         let point = self.options.enforcement_point.as_str();
         let stop = AtomicBool::new(false);
+        let unexpandable = FirstFailure::default();
         let per_object: Vec<(Vec<DetailedResult>, ReviewStats)> = self
             .objects
             .par_iter()
@@ -267,15 +299,21 @@ impl Engine {
                 },
                 |evaluator, (index, object)| {
                     let mut stats = ReviewStats::default();
-                    if stop.load(Ordering::Relaxed) {
+                    if stop.load(Ordering::Relaxed) || unexpandable.is_after(index) {
                         return (Vec::new(), stats);
                     }
-                    let results = self
-                        .review_one(evaluator, index, object, point, &mut stats)
-                        .unwrap_or_else(|_| {
+                    let results = match self.review_one(evaluator, index, object, point, &mut stats)
+                    {
+                        Ok(results) => results,
+                        Err(ReviewStop::Deadline) => {
                             stop.store(true, Ordering::Relaxed);
                             Vec::new()
-                        });
+                        }
+                        Err(ReviewStop::Expansion(error)) => {
+                            unexpandable.record(index, error);
+                            Vec::new()
+                        }
+                    };
                     (results, stats)
                 },
             )
@@ -284,6 +322,9 @@ impl Engine {
             return Err(EngineError::TimedOut {
                 budget: self.options.time_budget.unwrap_or_default(),
             });
+        }
+        if let Some(error) = unexpandable.into_error() {
+            return Err(error);
         }
         let mut outcome = ReviewOutcome::default();
         for (results, stats) in per_object {
@@ -302,7 +343,7 @@ impl Engine {
         object: Value,
         point: &str,
         stats: &mut ReviewStats,
-    ) -> Result<Vec<DetailedResult>, DeadlinePassed> {
+    ) -> Result<Vec<DetailedResult>, ReviewStop> {
         let namespace = str_at(&object, &["metadata", "namespace"]);
         let empty = NamespaceInfo::named("");
         let default = NamespaceInfo::named("default");
@@ -328,12 +369,83 @@ impl Engine {
                 }
             }
         };
+        let resultants = self.expansions.expand(&object).map_err(|source| {
+            ReviewStop::Expansion(EngineError::Expansion {
+                name: str_at(&object, &["metadata", "name"]).to_string(),
+                source,
+            })
+        })?;
+        let parent = object_ref(&object);
         let request = ReviewRequest::from_owned_object(object, namespace_object);
         let mut results = evaluator.review(&self.policies, &request, attached, point, stats)?;
+        // Resultants are reviewed with the object's Namespace, their results are the object's.
+        for resultant in &resultants {
+            let request = ReviewRequest::from_resultant(resultant.object.clone(), namespace_object);
+            let found = evaluator.review(&self.policies, &request, attached, point, stats)?;
+            results.extend(implied_results(resultant, &parent, found));
+        }
         for r in &mut results {
             r.object_index = index;
         }
         Ok(results)
+    }
+}
+
+/// The error of the first object (in input order) that failed, while objects are reviewed in
+/// any order: objects after it need not be reviewed, objects before it must be (one of them
+/// may fail too).
+struct FirstFailure {
+    /// The index of the first object that failed so far (`usize::MAX`: none).
+    index: AtomicUsize,
+    error: Mutex<Option<(usize, EngineError)>>,
+}
+
+impl Default for FirstFailure {
+    fn default() -> FirstFailure {
+        FirstFailure {
+            index: AtomicUsize::new(usize::MAX),
+            error: Mutex::new(None),
+        }
+    }
+}
+
+impl FirstFailure {
+    /// Whether an earlier object already failed.
+    fn is_after(&self, index: usize) -> bool {
+        index > self.index.load(Ordering::Relaxed)
+    }
+
+    fn record(&self, index: usize, error: EngineError) {
+        self.index.fetch_min(index, Ordering::Relaxed);
+        let mut slot = self
+            .error
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if slot.as_ref().is_none_or(|(at, _)| index < *at) {
+            *slot = Some((index, error));
+        }
+    }
+
+    fn into_error(self) -> Option<EngineError> {
+        let slot = self
+            .error
+            .into_inner()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        slot.map(|(_, error)| error)
+    }
+}
+
+/// Why the review of one object stopped.
+enum ReviewStop {
+    /// The time budget ran out.
+    Deadline,
+    /// The object could not be expanded.
+    Expansion(EngineError),
+}
+
+impl From<DeadlinePassed> for ReviewStop {
+    fn from(_: DeadlinePassed) -> ReviewStop {
+        ReviewStop::Deadline
     }
 }
 

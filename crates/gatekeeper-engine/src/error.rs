@@ -1,7 +1,10 @@
 //! The engine's error type: every way reading inputs, ingesting templates and constraints, or
 //! building the inventory can fail. Messages follow gator's wording where gator has one.
+//! Also the one-line form of regorus' errors, which results and messages carry.
 
 use std::path::PathBuf;
+
+use crate::expansion::ExpansionError;
 
 /// An error from reading inputs or ingesting templates, constraints and data.
 #[derive(Debug, thiserror::Error)]
@@ -129,6 +132,20 @@ pub enum EngineError {
         /// Why it was rejected.
         reason: String,
     },
+    /// The input's ExpansionTemplates cannot be used: one has the wrong shape, is invalid or
+    /// closes a cycle of expansions.
+    #[error("error creating expander")]
+    Expander(#[source] ExpansionError),
+    /// An input object could not be expanded (for example its template source field is
+    /// missing): gator stops the whole review on it.
+    #[error("expanding resource {name}")]
+    Expansion {
+        /// `metadata.name` of the object.
+        name: String,
+        /// Why.
+        #[source]
+        source: ExpansionError,
+    },
     /// An AdmissionReview object could not be turned into a review.
     #[error("invalid AdmissionReview: {reason}")]
     AdmissionReview {
@@ -141,5 +158,34 @@ impl EngineError {
     /// Whether this is a constraint schema-validation failure (what `invalid: true` tests expect).
     pub fn is_schema(&self) -> bool {
         matches!(self, EngineError::Schema { .. })
+    }
+}
+
+/// Turns a regorus error (multi-line, with a source excerpt) into `<file>:<line>: <message>`.
+pub(crate) fn one_line_error(error: &impl std::fmt::Display) -> String {
+    let text = format!("{error:#}");
+    let location = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("--> "))
+        .map(|loc| {
+            let mut parts = loc.rsplitn(3, ':');
+            let _col = parts.next();
+            let line = parts.next().unwrap_or("");
+            let file = parts.next().unwrap_or(loc);
+            format!("{file}:{line}")
+        });
+    let message = text
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("error: "))
+        .map(str::to_string)
+        .unwrap_or_else(|| {
+            text.lines()
+                .filter(|l| !l.trim().is_empty())
+                .collect::<Vec<_>>()
+                .join(" ")
+        });
+    match location {
+        Some(loc) => format!("{loc}: {message}"),
+        None => message,
     }
 }

@@ -35,29 +35,12 @@ pub(crate) fn provides(name: &str, v1: bool) -> bool {
     ) || (!v1 && crate::deprecated::is_deprecated(name))
 }
 
-/// Go's `strings.ToUpper`/`ToLower`: each character maps to one character (Unicode's simple
-/// case mapping), so `ß` stays `ß` in upper case where Rust's full mapping gives `SS`.
+/// `upper`/`lower` with Go's one-character case mapping ([`crate::gotext::go_case`]).
 fn go_case(params: &[Value], upper: bool) -> Value {
-    let Some(Value::String(text)) = params.first() else {
-        return Value::Undefined;
-    };
-    let mapped: String = text
-        .chars()
-        .map(|c| {
-            let mut full = if upper {
-                c.to_uppercase().collect::<Vec<_>>()
-            } else {
-                c.to_lowercase().collect::<Vec<_>>()
-            };
-            match full.len() {
-                1 => full.remove(0),
-                // A lower-case expansion starts with the simple mapping (`İ` → `i` + dot).
-                _ if !upper => full.first().copied().unwrap_or(c),
-                _ => c,
-            }
-        })
-        .collect();
-    Value::from(mapped)
+    match params.first() {
+        Some(Value::String(text)) => Value::from(crate::gotext::go_case(text, upper)),
+        _ => Value::Undefined,
+    }
 }
 
 #[cfg(test)]

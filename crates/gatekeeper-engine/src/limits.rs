@@ -123,7 +123,7 @@ fn range(builtin: &'static str, params: &[Value], step: Option<i128>) -> anyhow:
 
 /// Refuses a source nested too deeply for regorus' parser.
 pub(crate) fn check_source_nesting(module: &str, source: &str) -> Result<(), String> {
-    let (depth, line) = crate::rewrite::bracket_depth(source);
+    let (depth, line) = crate::regosource::bracket_depth(source);
     if depth > MAX_BRACKET_DEPTH {
         return Err(format!(
             "brackets nested {depth} deep ({module}:{line}) exceed the embedded engine's limit of \

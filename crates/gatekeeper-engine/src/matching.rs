@@ -11,11 +11,11 @@ pub const MISSING_NAMESPACE: &str =
     "namespace selector for namespace-scoped object but missing Namespace";
 
 /// Where a reviewed object comes from (`spec.match.source`).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Source {
     /// An object as given.
     Original,
-    /// An expansion resultant.
+    /// A resultant of an ExpansionTemplate.
     Generated,
 }
 
@@ -420,6 +420,32 @@ impl Match {
         }
     }
 
+    /// Whether the criteria that depend only on the kind of an object and the source of its
+    /// review (`kinds`, `source`) let this match select objects of `group` and `kind`
+    /// reviewed as `source`. The other criteria depend on the object itself. A `source`
+    /// Gatekeeper does not know makes every review a matching error (a result), so it may.
+    pub fn may_match(&self, group: &str, kind: &str, source: Source) -> bool {
+        let source_ok = match self.source.as_str() {
+            "Original" => source == Source::Original,
+            "Generated" => source == Source::Generated,
+            _ => true,
+        };
+        source_ok && self.kinds_match(group, kind)
+    }
+
+    /// The `kinds` criterion: no entries, or an entry whose kinds and groups (each empty, `*`
+    /// or naming it) both accept the object's.
+    fn kinds_match(&self, group: &str, kind: &str) -> bool {
+        self.kinds.is_empty()
+            || self.kinds.iter().any(|entry| {
+                let kind_ok =
+                    entry.kinds.is_empty() || entry.kinds.iter().any(|k| k == "*" || k == kind);
+                let group_ok =
+                    entry.groups.is_empty() || entry.groups.iter().any(|g| g == "*" || g == group);
+                kind_ok && group_ok
+            })
+    }
+
     /// Matches one object, given the attached Namespace and the review source, in gatekeeper's
     /// criteria order (kinds, scope, namespaces, excludedNamespaces, labelSelector,
     /// namespaceSelector, name, source).
@@ -437,17 +463,8 @@ impl Match {
         let has_namespace = !namespace.is_empty() || attached.is_some();
 
         // 1. kinds
-        if !self.kinds.is_empty() {
-            let any = self.kinds.iter().any(|entry| {
-                let kind_ok =
-                    entry.kinds.is_empty() || entry.kinds.iter().any(|k| k == "*" || k == kind);
-                let group_ok =
-                    entry.groups.is_empty() || entry.groups.iter().any(|g| g == "*" || g == group);
-                kind_ok && group_ok
-            });
-            if !any {
-                return Ok(false);
-            }
+        if !self.kinds_match(group, kind) {
+            return Ok(false);
         }
         // 2. scope
         match self.scope.as_str() {

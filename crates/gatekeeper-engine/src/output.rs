@@ -6,6 +6,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::engine::Engine;
+use crate::gotext::{go_quote, json_html_escape};
 use crate::review::{DetailedResult, ResultKind};
 
 /// Recursively sorts object keys (Go marshals maps with sorted keys).
@@ -96,23 +97,7 @@ pub fn render_json(engine: &Engine, results: &[DetailedResult]) -> String {
     if items.serialize(&mut ser).is_err() {
         return "null".to_string();
     }
-    go_html_escape(&String::from_utf8_lossy(&buf))
-}
-
-/// Go's `json.Marshal` escapes `<`, `>`, `&`, U+2028 and U+2029 (they only occur in strings).
-fn go_html_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '<' => out.push_str("\\u003c"),
-            '>' => out.push_str("\\u003e"),
-            '&' => out.push_str("\\u0026"),
-            '\u{2028}' => out.push_str("\\u2028"),
-            '\u{2029}' => out.push_str("\\u2029"),
-            c => out.push(c),
-        }
-    }
-    out
+    json_html_escape(&String::from_utf8_lossy(&buf))
 }
 
 /// `gator test -o yaml`: `[]` when empty.
@@ -170,55 +155,4 @@ pub fn render_text(results: &[DetailedResult]) -> String {
         ));
     }
     out
-}
-
-/// Go's `%q` / `strconv.Quote` for the strings gator prints.
-pub fn go_quote(text: &str) -> String {
-    let mut out = String::with_capacity(text.len() + 2);
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\t' => out.push_str("\\t"),
-            '\r' => out.push_str("\\r"),
-            '\u{7}' => out.push_str("\\a"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\u{b}' => out.push_str("\\v"),
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32))
-            }
-            c if c.is_control() => {
-                if (c as u32) <= 0xffff {
-                    out.push_str(&format!("\\u{:04x}", c as u32));
-                } else {
-                    out.push_str(&format!("\\U{:08x}", c as u32));
-                }
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn go_quote_escapes_like_go() {
-        assert_eq!(go_quote("a\"b\\c\nd"), "\"a\\\"b\\\\c\\nd\"");
-        assert_eq!(go_quote("ü"), "\"ü\"");
-    }
-
-    #[test]
-    fn html_characters_are_escaped_like_go_json() {
-        assert_eq!(
-            go_html_escape("\"<a> & b\""),
-            "\"\\u003ca\\u003e \\u0026 b\""
-        );
-    }
 }

@@ -156,7 +156,7 @@ pub fn evaluate_module(
     crate::limits::check_source_nesting("module", source)?;
     let package = engine
         .add_policy("module".to_string(), crate::rewrite::rewrite(source, v1))
-        .map_err(|e| crate::template::one_line_error(&e))?;
+        .map_err(|e| crate::error::one_line_error(&e))?;
     let modules = engine.get_modules().clone();
     crate::analysis::check(&modules, v1).map_err(|refusal| match refusal {
         crate::analysis::Refusal::Invalid(text) | crate::analysis::Refusal::Unsupported(text) => {
@@ -164,7 +164,7 @@ pub fn evaluate_module(
         }
     })?;
     let rules = crate::analysis::rule_names(&modules);
-    engine.set_input(crate::review::to_rego(input));
+    engine.set_input(crate::regovalue::to_rego(input));
     let mut out = BTreeMap::new();
     for rule in rules {
         let outcome = match engine.eval_rule(format!("{package}.{rule}")) {
@@ -173,7 +173,7 @@ pub fn evaluate_module(
                 Ok(Ok(json)) => RuleValue::Value(json),
                 _ => RuleValue::Error("the value has no JSON form".to_string()),
             },
-            Err(e) => RuleValue::Error(crate::template::one_line_error(&e)),
+            Err(e) => RuleValue::Error(crate::error::one_line_error(&e)),
         };
         out.insert(rule, outcome);
     }

@@ -1,20 +1,26 @@
-//! Reviews (see `docs/gatekeeper-semantics.md`): the policy set (templates and
-//! constraints), `data.inventory`, `input.review` as the framework builds it, and the
-//! evaluator that runs every matching constraint's template and turns its `violation` set into
-//! results (msg/details, identical violations collapsed, evaluation errors as results,
-//! matching errors as autoreject results, enforcement actions copied).
+//! Reviews (see `docs/gatekeeper-semantics.md`): the policy set (templates and constraints)
+//! and the evaluator that runs every matching constraint's template on a review and turns its
+//! `violation` set into results (msg/details, identical violations collapsed, evaluation errors
+//! as results, matching errors as autoreject results, enforcement actions copied), also for the
+//! resultants of an expansion.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use crate::constraint::{self, Constraint};
-use crate::error::EngineError;
-use crate::matching::{NamespaceInfo, Source, group_version, str_at};
-use crate::result::{ADMISSION_TARGET, AUTOREJECT_PREFIX, ConstraintRef, ObjectRef, ReviewResult};
-use crate::template::{Template, one_line_error};
+use crate::error::{EngineError, one_line_error};
+use crate::expander::Resultant;
+use crate::inventory::Inventory;
+use crate::matching::{NamespaceInfo, str_at};
+use crate::regovalue::to_rego;
+use crate::request::ReviewRequest;
+use crate::result::{
+    ADMISSION_TARGET, AUTOREJECT_PREFIX, ConstraintRef, ObjectRef, ReviewResult, implied_message,
+};
+use crate::template::Template;
 
 /// Which kind of result a [`DetailedResult`] is (they render differently in gator's JSON).
 ///
@@ -124,7 +130,7 @@ impl PolicySet {
     }
 
     /// Whether any template can read `data.inventory` (when none can, the inventory's data
-    /// need not be built: [`Inventory::without_data`]).
+    /// need not be built).
     pub fn uses_inventory(&self) -> bool {
         self.templates.iter().any(Template::uses_inventory)
     }
@@ -160,285 +166,6 @@ impl PolicySet {
             namespaces: inventory.namespaces.clone(),
             deadline: None,
         })
-    }
-}
-
-/// `data.inventory` and the namespace cache built from the same objects.
-#[derive(Debug, Clone)]
-pub struct Inventory {
-    data: regorus::Value,
-    namespaces: Arc<BTreeMap<String, NamespaceInfo>>,
-}
-
-impl Inventory {
-    /// An empty inventory (`data.inventory` is `{}`).
-    pub fn empty() -> Inventory {
-        Inventory::new(&[]).unwrap_or_else(|_| Inventory {
-            data: regorus::Value::new_object(),
-            namespaces: Arc::default(),
-        })
-    }
-
-    /// Builds `data.inventory` (cluster / namespace layout) from `objects`; `v1 Namespace`
-    /// objects also go into the namespace cache. Objects without a version or kind are errors.
-    pub fn new(objects: &[Value]) -> Result<Inventory, EngineError> {
-        InventoryBuilder::build(objects, true)
-    }
-
-    /// Like [`Inventory::new`] (the same checks, the same namespace cache) but with an empty
-    /// `data.inventory`: for policy sets whose templates never read it.
-    pub fn without_data(objects: &[Value]) -> Result<Inventory, EngineError> {
-        InventoryBuilder::build(objects, false)
-    }
-
-    /// The cached `v1 Namespace` called `name`.
-    pub fn namespace(&self, name: &str) -> Option<&NamespaceInfo> {
-        self.namespaces.get(name)
-    }
-}
-
-/// Inventory objects of one namespace: apiVersion → kind → name → object.
-type ByVersion = BTreeMap<String, BTreeMap<String, BTreeMap<String, regorus::Value>>>;
-
-/// Builds an [`Inventory`] one object at a time, so a caller never has to hold every object
-/// as JSON at once. Objects are converted straight to regorus values.
-#[derive(Debug, Default)]
-pub(crate) struct InventoryBuilder {
-    with_data: bool,
-    /// namespace ("" for cluster-scoped) → its objects.
-    tree: BTreeMap<String, ByVersion>,
-    namespaces: BTreeMap<String, NamespaceInfo>,
-}
-
-impl InventoryBuilder {
-    /// A builder; without data it only checks objects and caches Namespaces.
-    pub(crate) fn new(with_data: bool) -> InventoryBuilder {
-        InventoryBuilder {
-            with_data,
-            ..InventoryBuilder::default()
-        }
-    }
-
-    fn build(objects: &[Value], with_data: bool) -> Result<Inventory, EngineError> {
-        let mut builder = InventoryBuilder::new(with_data);
-        for object in objects {
-            builder.add(object)?;
-        }
-        Ok(builder.finish())
-    }
-
-    /// Adds one object; one without a version or kind is an error (as the framework's).
-    pub(crate) fn add(&mut self, object: &Value) -> Result<(), EngineError> {
-        let api_version = str_at(object, &["apiVersion"]);
-        let kind = str_at(object, &["kind"]);
-        let name = str_at(object, &["metadata", "name"]);
-        check_gvk(api_version, kind, name)?;
-        if self.with_data {
-            self.tree
-                .entry(str_at(object, &["metadata", "namespace"]).to_string())
-                .or_default()
-                .entry(api_version.to_string())
-                .or_default()
-                .entry(kind.to_string())
-                .or_default()
-                .insert(name.to_string(), to_rego(object));
-        }
-        if api_version == "v1" && kind == "Namespace" {
-            self.namespaces
-                .insert(name.to_string(), NamespaceInfo::from_object(object));
-        }
-        Ok(())
-    }
-
-    /// The inventory.
-    pub(crate) fn finish(self) -> Inventory {
-        let mut cluster = None;
-        let mut namespaced = BTreeMap::new();
-        for (namespace, by_version) in self.tree {
-            let value = rego_object(by_version.into_iter().map(|(version, by_kind)| {
-                let kinds = by_kind
-                    .into_iter()
-                    .map(|(kind, by_name)| (kind, rego_object(by_name)));
-                (version, rego_object(kinds))
-            }));
-            if namespace.is_empty() {
-                cluster = Some(value);
-            } else {
-                namespaced.insert(namespace, value);
-            }
-        }
-        let mut inventory = Vec::new();
-        if let Some(cluster) = cluster {
-            inventory.push(("cluster", cluster));
-        }
-        if !namespaced.is_empty() {
-            inventory.push(("namespace", rego_object(namespaced)));
-        }
-        Inventory {
-            data: rego_object([("inventory", rego_object(inventory))]),
-            namespaces: Arc::new(self.namespaces),
-        }
-    }
-}
-
-/// One review: `input.review` as the framework builds it, plus the review source.
-#[derive(Debug, Clone)]
-pub struct ReviewRequest {
-    review: Value,
-    rego_review: regorus::Value,
-    source: Option<Source>,
-}
-
-impl ReviewRequest {
-    /// The review of a plain object (`gator test`, `gator verify`, audit): a synthetic
-    /// AdmissionRequest with empty operation and userInfo, `oldObject` null, and
-    /// `namespaceObject` (audit only; `None` gives `null`).
-    pub fn from_object(object: &Value, namespace_object: Option<&Value>) -> ReviewRequest {
-        ReviewRequest::from_owned_object(object.clone(), namespace_object)
-    }
-
-    /// [`ReviewRequest::from_object`] taking the object (no copy of it is made).
-    pub fn from_owned_object(object: Value, namespace_object: Option<&Value>) -> ReviewRequest {
-        let api_version = str_at(&object, &["apiVersion"]);
-        let (group, version) = group_version(api_version);
-        let mut review = Map::new();
-        review.insert("uid".into(), Value::String(String::new()));
-        review.insert(
-            "kind".into(),
-            serde_json::json!({"group": group, "version": version, "kind": str_at(&object, &["kind"])}),
-        );
-        review.insert(
-            "resource".into(),
-            serde_json::json!({"group": "", "version": "", "resource": ""}),
-        );
-        let name = str_at(&object, &["metadata", "name"]);
-        if !name.is_empty() {
-            review.insert("name".into(), Value::String(name.to_string()));
-        }
-        let namespace = str_at(&object, &["metadata", "namespace"]);
-        if !namespace.is_empty() {
-            review.insert("namespace".into(), Value::String(namespace.to_string()));
-        }
-        review.insert("operation".into(), Value::String(String::new()));
-        review.insert("userInfo".into(), Value::Object(Map::new()));
-        review.insert("object".into(), object);
-        review.insert("oldObject".into(), Value::Null);
-        review.insert("options".into(), Value::Null);
-        review.insert(
-            "namespaceObject".into(),
-            namespace_object.cloned().unwrap_or(Value::Null),
-        );
-        ReviewRequest::new(Value::Object(review), Some(Source::Original))
-    }
-
-    /// The review of an `admission.k8s.io` AdmissionReview (`gator verify`): its `request` as
-    /// given; on `DELETE` the object is the old object.
-    pub fn from_admission_review(review: &Value) -> Result<ReviewRequest, EngineError> {
-        let bad = |reason: &str| EngineError::AdmissionReview {
-            reason: reason.to_string(),
-        };
-        let request = review
-            .get("request")
-            .and_then(Value::as_object)
-            .ok_or_else(|| bad("request must be present"))?;
-        let present = |key: &str| request.get(key).is_some_and(|v| !v.is_null());
-        if !present("object") && !present("oldObject") {
-            return Err(bad("request must define object or oldObject"));
-        }
-        let mut out = Map::new();
-        out.insert(
-            "uid".into(),
-            request
-                .get("uid")
-                .cloned()
-                .unwrap_or(Value::String(String::new())),
-        );
-        out.insert(
-            "kind".into(),
-            request
-                .get("kind")
-                .cloned()
-                .unwrap_or_else(|| serde_json::json!({"group": "", "version": "", "kind": ""})),
-        );
-        out.insert(
-            "resource".into(),
-            request
-                .get("resource")
-                .cloned()
-                .unwrap_or_else(|| serde_json::json!({"group": "", "version": "", "resource": ""})),
-        );
-        for key in [
-            "subResource",
-            "requestKind",
-            "requestResource",
-            "requestSubResource",
-            "name",
-            "namespace",
-        ] {
-            if let Some(v) = request.get(key).filter(|v| !v.is_null() && *v != "") {
-                out.insert(key.into(), v.clone());
-            }
-        }
-        out.insert(
-            "operation".into(),
-            request
-                .get("operation")
-                .cloned()
-                .unwrap_or(Value::String(String::new())),
-        );
-        out.insert(
-            "userInfo".into(),
-            request
-                .get("userInfo")
-                .cloned()
-                .unwrap_or(Value::Object(Map::new())),
-        );
-        let old = request.get("oldObject").cloned().unwrap_or(Value::Null);
-        let mut object = request.get("object").cloned().unwrap_or(Value::Null);
-        if request.get("operation").and_then(Value::as_str) == Some("DELETE") {
-            object = old.clone();
-        }
-        out.insert("object".into(), object);
-        out.insert("oldObject".into(), old);
-        if let Some(v) = request.get("dryRun").filter(|v| !v.is_null()) {
-            out.insert("dryRun".into(), v.clone());
-        }
-        out.insert(
-            "options".into(),
-            request.get("options").cloned().unwrap_or(Value::Null),
-        );
-        out.insert("namespaceObject".into(), Value::Null);
-        Ok(ReviewRequest::new(
-            Value::Object(out),
-            Some(Source::Original),
-        ))
-    }
-
-    fn new(review: Value, source: Option<Source>) -> ReviewRequest {
-        let rego_review = to_rego(&review);
-        ReviewRequest {
-            review,
-            rego_review,
-            source,
-        }
-    }
-
-    /// `input.review` as JSON.
-    pub fn review(&self) -> &Value {
-        &self.review
-    }
-
-    fn object(&self) -> Option<&Value> {
-        self.review.get("object").filter(|v| !v.is_null())
-    }
-
-    fn old_object(&self) -> Option<&Value> {
-        self.review.get("oldObject").filter(|v| !v.is_null())
-    }
-
-    /// The object results are about: `object`, or `oldObject` when there is none.
-    fn subject(&self) -> &Value {
-        self.object().or(self.old_object()).unwrap_or(&Value::Null)
     }
 }
 
@@ -684,58 +411,6 @@ fn opa_wording(text: &str) -> String {
     text.to_string()
 }
 
-/// Converts JSON to a regorus value directly (regorus' own conversion goes through serde and
-/// an owned copy, which dominated the per-object cost).
-pub(crate) fn to_rego(value: &Value) -> regorus::Value {
-    match value {
-        Value::Null => regorus::Value::Null,
-        Value::Bool(b) => regorus::Value::from(*b),
-        Value::Number(n) => {
-            if let Some(i) = n.as_i64() {
-                regorus::Value::from(i)
-            } else if let Some(u) = n.as_u64() {
-                regorus::Value::from(u)
-            } else {
-                regorus::Value::from(n.as_f64().unwrap_or(0.0))
-            }
-        }
-        Value::String(s) => regorus::Value::from(s.as_str()),
-        Value::Array(items) => regorus::Value::from(items.iter().map(to_rego).collect::<Vec<_>>()),
-        Value::Object(map) => rego_object(map.iter().map(|(k, v)| (k, to_rego(v)))),
-    }
-}
-
-/// A regorus object with string keys, in regorus' compact read-only layout (a sorted slice:
-/// less memory than a B-tree, and what regorus' own JSON parser produces).
-fn rego_object<K: AsRef<str>>(
-    entries: impl IntoIterator<Item = (K, regorus::Value)>,
-) -> regorus::Value {
-    let map: BTreeMap<regorus::Value, regorus::Value> = entries
-        .into_iter()
-        .map(|(k, v)| (regorus::Value::from(k.as_ref()), v))
-        .collect();
-    regorus::value::Object::from(map).into_value()
-}
-
-/// The framework refuses inventory objects without a version or a kind.
-fn check_gvk(api_version: &str, kind: &str, name: &str) -> Result<(), EngineError> {
-    let (_, version) = group_version(api_version);
-    if !version.is_empty() && !kind.is_empty() {
-        return Ok(());
-    }
-    Err(EngineError::Data {
-        gvk: format!("{api_version}, Kind={kind}"),
-        reason: format!(
-            "{ADMISSION_TARGET}: invalid request object: resource {name} has no {}",
-            if version.is_empty() {
-                "version"
-            } else {
-                "kind"
-            }
-        ),
-    })
-}
-
 /// The distinct (msg, details JSON) pairs of a `violation` set; elements without a `msg` are
 /// dropped, a non-string `msg` or a non-set value is an error.
 fn collect(value: &regorus::Value) -> Result<BTreeSet<(String, String)>, String> {
@@ -793,7 +468,8 @@ fn make_result(
     }
 }
 
-fn object_ref(object: &Value) -> ObjectRef {
+/// The reference results carry to `object`.
+pub(crate) fn object_ref(object: &Value) -> ObjectRef {
     let namespace = str_at(object, &["metadata", "namespace"]);
     ObjectRef {
         api_version: str_at(object, &["apiVersion"]).to_string(),
@@ -801,4 +477,24 @@ fn object_ref(object: &Value) -> ObjectRef {
         namespace: (!namespace.is_empty()).then(|| namespace.to_string()),
         name: str_at(object, &["metadata", "name"]).to_string(),
     }
+}
+
+/// The results of a resultant's review as results of the object it was expanded from, as
+/// gator aggregates them: they point to `parent`, their message starts with
+/// `[Implied by <template>] `, and the template's enforcement action, when it has one, replaces
+/// the constraint's (scoped actions stay).
+pub(crate) fn implied_results(
+    resultant: &Resultant,
+    parent: &ObjectRef,
+    results: Vec<DetailedResult>,
+) -> impl Iterator<Item = DetailedResult> {
+    results.into_iter().map(move |mut detailed| {
+        let result = &mut detailed.result;
+        result.msg = implied_message(&resultant.template, &result.msg);
+        result.object = parent.clone();
+        if let Some(action) = &resultant.enforcement_action {
+            result.constraint.enforcement_action = action.clone();
+        }
+        detailed
+    })
 }

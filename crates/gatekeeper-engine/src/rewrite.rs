@@ -12,58 +12,9 @@
 //!   arguments out of the negation so the body is undefined; we guard dotted-ref arguments with
 //!   `_ = x.y;` before the `not`.
 //!
-//! Everything works on a byte mask of "code" (outside strings and comments).
+//! Everything works on the byte mask of "code" of `regosource`.
 
-/// Marks every byte of `src` that is code (not inside a string, raw string or comment).
-pub(crate) fn code_mask(src: &str) -> Vec<bool> {
-    let bytes = src.as_bytes();
-    let mut mask = vec![true; bytes.len()];
-    let mut i = 0;
-    while i < bytes.len() {
-        match bytes[i] {
-            b'#' => {
-                while i < bytes.len() && bytes[i] != b'\n' {
-                    mask[i] = false;
-                    i += 1;
-                }
-            }
-            b'"' => {
-                mask[i] = false;
-                i += 1;
-                while i < bytes.len() {
-                    mask[i] = false;
-                    if bytes[i] == b'\\' && i + 1 < bytes.len() {
-                        mask[i + 1] = false;
-                        i += 2;
-                        continue;
-                    }
-                    if bytes[i] == b'"' || bytes[i] == b'\n' {
-                        i += 1;
-                        break;
-                    }
-                    i += 1;
-                }
-            }
-            b'`' => {
-                mask[i] = false;
-                i += 1;
-                while i < bytes.len() {
-                    mask[i] = false;
-                    i += 1;
-                    if bytes[i - 1] == b'`' {
-                        break;
-                    }
-                }
-            }
-            _ => i += 1,
-        }
-    }
-    mask
-}
-
-pub(crate) fn is_ident(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
+use crate::regosource::{code_mask, insert_all, is_ident, matching_paren};
 
 /// Whether a byte can end an expression (so a following `(` on a new line starts a new literal).
 fn ends_expression(b: u8) -> bool {
@@ -110,50 +61,6 @@ pub(crate) fn check_import(path: &str) -> Result<(), String> {
     } else {
         Err(format!("bad import: {path}"))
     }
-}
-
-/// The deepest nesting of `[` and `{` in code, and the 1-based line where it is first reached.
-/// regorus' parser backtracks on nested brackets (array or comprehension?) in time exponential
-/// in their depth, so sources nested deeper than [`crate::limits::MAX_BRACKET_DEPTH`] are
-/// refused before it sees them.
-pub(crate) fn bracket_depth(src: &str) -> (usize, usize) {
-    let mask = code_mask(src);
-    let (mut depth, mut deepest, mut line, mut at_line) = (0usize, 0usize, 1usize, 1usize);
-    for (i, b) in src.bytes().enumerate() {
-        if b == b'\n' {
-            line += 1;
-        }
-        if !mask[i] {
-            continue;
-        }
-        match b {
-            b'[' | b'{' => {
-                depth += 1;
-                if depth > deepest {
-                    deepest = depth;
-                    at_line = line;
-                }
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    (deepest, at_line)
-}
-
-/// Byte positions of `needle` in `src[from..to]` that start in code.
-pub(crate) fn code_positions(
-    src: &str,
-    mask: &[bool],
-    needle: &str,
-    from: usize,
-    to: usize,
-) -> Vec<usize> {
-    src[from..to]
-        .match_indices(needle)
-        .map(|(offset, _)| from + offset)
-        .filter(|at| mask[*at])
-        .collect()
 }
 
 /// Every `data` ref in code that is not below `data.lib` or `data.inventory` (import lines
@@ -426,26 +333,6 @@ fn hoist_not_call_args(src: &str) -> String {
     insert_all(src, inserts)
 }
 
-pub(crate) fn matching_paren(bytes: &[u8], mask: &[bool], open: usize) -> Option<usize> {
-    let mut depth = 0;
-    for (k, &b) in bytes.iter().enumerate().skip(open) {
-        if !mask[k] {
-            continue;
-        }
-        match b {
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => {
-                depth -= 1;
-                if depth == 0 {
-                    return Some(k);
-                }
-            }
-            _ => {}
-        }
-    }
-    None
-}
-
 fn split_args<'a>(text: &'a str, mask: &[bool]) -> Vec<&'a str> {
     let mut out = Vec::new();
     let mut depth = 0;
@@ -481,30 +368,6 @@ fn is_dotted_ref(arg: &str) -> bool {
         && !matches!(root, "true" | "false" | "null" | "_")
         && !rest.is_empty()
         && rest.iter().all(|p| valid(p))
-}
-
-pub(crate) fn insert_all(src: &str, inserts: Vec<(usize, String)>) -> String {
-    replace_ranges(
-        src,
-        inserts.into_iter().map(|(p, text)| (p, p, text)).collect(),
-    )
-}
-
-/// Replaces each `(start, end)` byte range of `src` by its text (ranges must not overlap).
-fn replace_ranges(src: &str, mut edits: Vec<(usize, usize, String)>) -> String {
-    if edits.is_empty() {
-        return src.to_string();
-    }
-    edits.sort_by_key(|(start, end, _)| (*start, *end));
-    let mut out = String::with_capacity(src.len() + 64);
-    let mut last = 0;
-    for (start, end, text) in edits {
-        out.push_str(&src[last..start]);
-        out.push_str(&text);
-        last = end;
-    }
-    out.push_str(&src[last..]);
-    out
 }
 
 #[cfg(test)]
@@ -567,12 +430,6 @@ mod tests {
             hoist_not_call_args("p if not f(input.a.b)\nq if { not g(x.y) }\n"),
             "p if { _ = input.a.b; not f(input.a.b) }\nq if { _ = x.y; not g(x.y) }\n"
         );
-    }
-
-    #[test]
-    fn bracket_depth_counts_code_only() {
-        assert_eq!(bracket_depth("a { [ {\n \"[[[[\" } ] }"), (3, 1));
-        assert_eq!(bracket_depth("x\n# [[[[\ny := [[1]]"), (2, 3));
     }
 
     #[test]

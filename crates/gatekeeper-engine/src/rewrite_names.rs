@@ -4,7 +4,7 @@
 //! `found` to the comprehension, regorus calls it unsafe; the inner one is renamed
 //! (`__gk_local_found`).
 
-use crate::rewrite::{code_mask, code_positions, insert_all, is_ident, matching_paren};
+use crate::regosource::{code_mask, code_positions, insert_all, is_ident, matching_paren};
 
 /// The prefix given to a comprehension's renamed local variable.
 const LOCAL_PREFIX: &str = "__gk_local_";

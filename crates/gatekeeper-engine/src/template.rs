@@ -7,7 +7,8 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 
-use crate::error::EngineError;
+use crate::analysis::ENTRY_MODULE;
+use crate::error::{EngineError, one_line_error};
 use crate::matching::str_at;
 use crate::result::ADMISSION_TARGET;
 use crate::rewrite;
@@ -46,39 +47,6 @@ fn invalid(name: &str, reason: impl Into<String>) -> EngineError {
     EngineError::Template {
         name: name.to_string(),
         reason: reason.into(),
-    }
-}
-
-/// The name of the template's own module in error locations, as the constraint framework
-/// names it (libs are `template1`, `template2`, …).
-pub(crate) const ENTRY_MODULE: &str = "template";
-
-/// Turns a regorus error (multi-line, with a source excerpt) into `<file>:<line>: <message>`.
-pub(crate) fn one_line_error(error: &impl std::fmt::Display) -> String {
-    let text = format!("{error:#}");
-    let location = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("--> "))
-        .map(|loc| {
-            let mut parts = loc.rsplitn(3, ':');
-            let _col = parts.next();
-            let line = parts.next().unwrap_or("");
-            let file = parts.next().unwrap_or(loc);
-            format!("{file}:{line}")
-        });
-    let message = text
-        .lines()
-        .find_map(|l| l.trim().strip_prefix("error: "))
-        .map(str::to_string)
-        .unwrap_or_else(|| {
-            text.lines()
-                .filter(|l| !l.trim().is_empty())
-                .collect::<Vec<_>>()
-                .join(" ")
-        });
-    match location {
-        Some(loc) => format!("{loc}: {message}"),
-        None => message,
     }
 }
 
@@ -340,5 +308,5 @@ fn inventory_root() -> regorus::Value {
         "inventory".to_string(),
         Value::Object(serde_json::Map::new()),
     );
-    crate::review::to_rego(&Value::Object(root))
+    crate::regovalue::to_rego(&Value::Object(root))
 }

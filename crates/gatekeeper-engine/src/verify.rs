@@ -7,7 +7,8 @@
 //! [`VerifyOptions::allow_outside_suite`]), every file is read capped
 //! ([`crate::MAX_FILE_BYTES`] each, [`SUITE_BUDGET`] per Suite) and errors name files, never
 //! quote them. Assertion messages and `--run` filters are Go regular expressions
-//! ([`crate::goregex`]); a test with `expansion:` fails as unsupported.
+//! ([`crate::goregex`]). A test's `expansion:` file holds ExpansionTemplates; each case's object
+//! is expanded after its review and its resultants reviewed too, as gator does.
 
 use std::path::{Path, PathBuf};
 use std::time::Instant;
@@ -15,11 +16,16 @@ use std::time::Instant;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::engine::GATOR_ENFORCEMENT_POINT;
+use crate::engine::{GATOR_ENFORCEMENT_POINT, sort_results};
 use crate::error::EngineError;
+use crate::expander::ExpansionSet;
+use crate::expansion::{ExpansionTemplate, is_expansion_template};
 use crate::goregex;
+use crate::inventory::Inventory;
 use crate::matching::{group_version, str_at};
 use crate::reader::{MAX_FILE_BYTES, json_type, read_verify_file_within, yaml_to_json};
+use crate::request::ReviewRequest;
+use crate::review::{DetailedResult, PolicySet, ReviewStats, implied_results, object_ref};
 
 /// The most all files of one Suite (the Suite, templates, constraints, objects, inventories)
 /// may weigh together.
@@ -33,7 +39,6 @@ pub struct VerifyOptions {
     /// Let Suites name files outside their own directory tree.
     pub allow_outside_suite: bool,
 }
-use crate::review::{Inventory, PolicySet, ReviewRequest, ReviewStats};
 
 /// An error that stops `verify` before any suite runs.
 #[derive(Debug, thiserror::Error)]
@@ -257,9 +262,7 @@ fn name_of(value: &Value) -> String {
 /// Reads the files one Suite names: relative to its directory, inside its tree unless allowed,
 /// all of them within one budget.
 struct SuiteFiles {
-    /// The Suite file.
-    suite: PathBuf,
-    /// Its directory.
+    /// The directory of the Suite file.
     dir: PathBuf,
     allow_outside: bool,
     budget: std::cell::RefCell<bounded_input::Budget>,
@@ -268,7 +271,6 @@ struct SuiteFiles {
 impl SuiteFiles {
     fn new(suite: &Path, allow_outside: bool) -> SuiteFiles {
         SuiteFiles {
-            suite: suite.to_path_buf(),
             dir: suite.parent().unwrap_or(Path::new(".")).to_path_buf(),
             allow_outside,
             budget: std::cell::RefCell::new(bounded_input::Budget::new(SUITE_BUDGET)),
@@ -349,17 +351,17 @@ fn run_suite(files: &SuiteFiles, suite: &Value, filter: &Filter) -> (String, boo
         let started = Instant::now();
         let mut case_text = String::new();
         let mut test_failed = false;
-        let test_error = match load_policies(files, test) {
+        let test_error = match load_test(files, test) {
             Err(e) => Some(e),
             Ok(None) => None,
-            Ok(Some(policies)) => {
+            Ok(Some((policies, expansions))) => {
                 for case in &cases {
                     let case_name = name_of(case);
                     if flag(case, "skip") || !filter.matches_case(&test_name, &case_name) {
                         continue;
                     }
                     let case_started = Instant::now();
-                    if let Err(e) = run_case(files, &policies, case) {
+                    if let Err(e) = run_case(files, &policies, &expansions, case) {
                         test_failed = true;
                         case_text.push_str(&format!(
                             "    --- FAIL: {case_name}\t({:.3}s)\n        {e}\n",
@@ -385,15 +387,42 @@ fn run_suite(files: &SuiteFiles, suite: &Value, filter: &Filter) -> (String, boo
     (out, ok)
 }
 
+/// Loads a test's template and constraint, then (for a test with cases to run, as gator does,
+/// even when it has none) its ExpansionTemplates. `Ok(None)`: an `invalid: true` test that
+/// passed.
+fn load_test(
+    files: &SuiteFiles,
+    test: &Value,
+) -> Result<Option<(PolicySet, ExpansionSet)>, String> {
+    let Some(policies) = load_policies(files, test)? else {
+        return Ok(None);
+    };
+    Ok(Some((policies, load_expansions(files, test)?)))
+}
+
+/// The ExpansionTemplates of the file a test names in `expansion` (none without one): every
+/// object of the file must be one.
+fn load_expansions(files: &SuiteFiles, test: &Value) -> Result<ExpansionSet, String> {
+    let name = test.get("expansion").and_then(Value::as_str).unwrap_or("");
+    if name.is_empty() {
+        return Ok(ExpansionSet::new());
+    }
+    let objects = files
+        .read(name)
+        .map_err(|e| format!("reading ExpansionTemplate from {name:?}: {e}"))?;
+    if objects.is_empty() || !objects.iter().all(is_expansion_template) {
+        return Err(format!("not an Expansion Template: {name:?}"));
+    }
+    let templates = objects
+        .iter()
+        .map(ExpansionTemplate::from_object)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| e.to_string())?;
+    ExpansionSet::from_templates(templates).map_err(|e| e.to_string())
+}
+
 /// Loads a test's template and constraint. `Ok(None)`: an `invalid: true` test that passed.
 fn load_policies(files: &SuiteFiles, test: &Value) -> Result<Option<PolicySet>, String> {
-    if let Some(expansion) = test.get("expansion").and_then(Value::as_str) {
-        return Err(format!(
-            "unsupported: expansion: the test names the ExpansionTemplate {expansion:?}, and \
-             expansion is not applied by the embedded engine ({})",
-            files.suite.display()
-        ));
-    }
     let template_path = test.get("template").and_then(Value::as_str).unwrap_or("");
     let constraint_path = test.get("constraint").and_then(Value::as_str).unwrap_or("");
     if template_path.is_empty() {
@@ -444,8 +473,14 @@ fn load_policies(files: &SuiteFiles, test: &Value) -> Result<Option<PolicySet>, 
     Ok(Some(policies))
 }
 
-/// Runs one case; `Err` carries the failure text.
-fn run_case(files: &SuiteFiles, policies: &PolicySet, case: &Value) -> Result<(), String> {
+/// Runs one case; `Err` carries the failure text. An object (not an AdmissionReview, which
+/// gator does not expand) is expanded after its review, and its resultants reviewed.
+fn run_case(
+    files: &SuiteFiles,
+    policies: &PolicySet,
+    expansions: &ExpansionSet,
+    case: &Value,
+) -> Result<(), String> {
     let object_path = case.get("object").and_then(Value::as_str).unwrap_or("");
     if object_path.is_empty() {
         return Err("invalid Case: must define object".to_string());
@@ -480,29 +515,54 @@ fn run_case(files: &SuiteFiles, policies: &PolicySet, case: &Value) -> Result<()
     }
     let inventory = Inventory::new(&inventory_objects)
         .map_err(|e| format!("unable to add object to data.inventory: {e}"))?;
-    let request = if group_version(str_at(object, &["apiVersion"])).0 == "admission.k8s.io"
-        && str_at(object, &["kind"]) == "AdmissionReview"
-    {
-        ReviewRequest::from_admission_review(object).map_err(|e| e.to_string())?
-    } else {
-        ReviewRequest::from_object(object, None)
-    };
-    let mut evaluator = policies.evaluator(&inventory).map_err(|e| e.to_string())?;
-    let mut stats = ReviewStats::default();
-    let results = evaluator
-        .review(
-            policies,
-            &request,
-            None,
-            GATOR_ENFORCEMENT_POINT,
-            &mut stats,
-        )
-        .map_err(|e| e.to_string())?;
+    let mut results = review_case_object(policies, expansions, &inventory, object)?;
+    // gator lists the messages in its result order: by enforcement action, then message.
+    sort_results(&mut results);
     let messages: Vec<&str> = results.iter().map(|r| r.result.msg.as_str()).collect();
     for assertion in &assertions {
         check_assertion(assertion, &messages)?;
     }
     Ok(())
+}
+
+/// Reviews a case's object, then (unless it is an AdmissionReview, which gator does not
+/// expand) the resultants of its expansion.
+fn review_case_object(
+    policies: &PolicySet,
+    expansions: &ExpansionSet,
+    inventory: &Inventory,
+    object: &Value,
+) -> Result<Vec<DetailedResult>, String> {
+    let is_admission_review = group_version(str_at(object, &["apiVersion"])).0
+        == "admission.k8s.io"
+        && str_at(object, &["kind"]) == "AdmissionReview";
+    let request = if is_admission_review {
+        ReviewRequest::from_admission_review(object).map_err(|e| e.to_string())?
+    } else {
+        ReviewRequest::from_object(object, None)
+    };
+    let mut evaluator = policies.evaluator(inventory).map_err(|e| e.to_string())?;
+    let mut stats = ReviewStats::default();
+    let point = GATOR_ENFORCEMENT_POINT;
+    let mut results = evaluator
+        .review(policies, &request, None, point, &mut stats)
+        .map_err(|e| e.to_string())?;
+    if is_admission_review {
+        return Ok(results);
+    }
+    let resultants = expansions.expand(object).map_err(|e| {
+        let name = str_at(object, &["metadata", "name"]);
+        format!("expanding resource {name}: {e}")
+    })?;
+    let parent = object_ref(object);
+    for resultant in &resultants {
+        let request = ReviewRequest::from_resultant(resultant.object.clone(), None);
+        let found = evaluator
+            .review(policies, &request, None, point, &mut stats)
+            .map_err(|e| e.to_string())?;
+        results.extend(implied_results(resultant, &parent, found));
+    }
+    Ok(results)
 }
 
 /// Checks one assertion (`violations: yes|no|N`, optional `message` regex).

@@ -161,3 +161,21 @@ fn walkdir(dir: &Path) -> Vec<PathBuf> {
     out.sort();
     out
 }
+
+/// Every `suite.yaml` under `fixtures/gatekeeper/`, sorted.
+pub fn fixture_suites() -> Vec<PathBuf> {
+    let mut suites = Vec::new();
+    let mut pending = vec![root().join("fixtures/gatekeeper")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else if path.file_name().is_some_and(|n| n == "suite.yaml") {
+                suites.push(path);
+            }
+        }
+    }
+    suites.sort();
+    suites
+}
