@@ -827,9 +827,10 @@ fn check_minimal(c: &mut Scope<'_>, r: &Release) {
             "teams": [{"name": "data", "namespaces": ["data-*"]}],
             "constraintKinds": ["K8sRequiredLabels"], "workloadKinds": ["Deployment", "StatefulSet"],
             "maxNamesPerRule": 10, "maxMessageChars": 12000, "postWhenClean": false,
-            "loki": {"job": "gatekeeper-workload-report"}, "engine": "embedded",
+            "postOnlyOnChange": false,
+            "loki": {"job": "gatekeeper-workload-report", "lookback": "14d"}, "engine": "embedded",
             "audit": {"freshAfter": "10m", "tolerance": {"absolute": 5, "relative": 0.1}},
-            "timeouts": {"api": "30s", "post": "10s", "engine": "10m"}
+            "timeouts": {"api": "30s", "post": "10s", "engine": "10m", "query": "30s"}
         }),
     );
     // The ClusterRole follows constraintKinds (and the default workload kinds).
