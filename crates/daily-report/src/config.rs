@@ -1118,6 +1118,41 @@ mod tests {
     }
 
     #[test]
+    fn the_history_keys_have_defaults_and_bounds() {
+        let config = Config::from_yaml(MINIMAL).unwrap();
+        assert!(!config.post_only_on_change);
+        assert_eq!(config.loki.lookback, Duration::from_secs(14 * 86_400));
+        assert_eq!(config.timeouts.query, Duration::from_secs(30));
+        let config = Config::from_yaml(&format!(
+            "{MINIMAL}postOnlyOnChange: true\nloki: {{url: 'http://loki:3100', lookback: 3d}}\ntimeouts: {{query: 45s}}\n"
+        ))
+        .unwrap();
+        assert!(config.post_only_on_change);
+        assert_eq!(config.loki.lookback, Duration::from_secs(3 * 86_400));
+        assert_eq!(config.timeouts.query, Duration::from_secs(45));
+        for (text, expected) in [
+            (
+                "loki: {lookback: 31d}\n",
+                "config: loki.lookback: \"31d\" is longer than the maximum 30d",
+            ),
+            (
+                "loki: {lookback: 0d}\n",
+                "config: loki.lookback: \"0d\" must be longer than 0s",
+            ),
+            (
+                "loki: {lookback: 2 weeks}\n",
+                "config: loki.lookback: \"2 weeks\" is not a duration like 14d or 72h",
+            ),
+            (
+                "timeouts: {query: 2d}\n",
+                "config: timeouts.query: \"2d\" is longer than the maximum 24h",
+            ),
+        ] {
+            assert_eq!(error_of(&format!("{MINIMAL}{text}")), expected, "{text}");
+        }
+    }
+
+    #[test]
     fn a_serde_error_is_printed_once_in_a_chain() {
         let error = Config::from_yaml(
             "cluster: c\ndefaultTeam: infra\nteams: [{name: a}]\nconstraintKinds: [A]\n",

@@ -54,6 +54,8 @@ struct Recorder {
     previous: Option<Result<Option<PreviousRun>, HistoryError>>,
     /// The history queries asked.
     queries: Vec<HistoryQuery>,
+    /// Whether reading the previous run panics (quoting a webhook).
+    panic_on_history: bool,
 }
 
 impl Delivery for Recorder {
@@ -83,6 +85,9 @@ impl Delivery for Recorder {
 
     fn previous_run(&mut self, query: &HistoryQuery) -> Result<Option<PreviousRun>, HistoryError> {
         self.queries.push(query.clone());
+        if self.panic_on_history {
+            panic!("history reader crashed near {}", hook("web"));
+        }
         self.previous.clone().unwrap_or(Ok(None))
     }
 }
@@ -918,4 +923,25 @@ fn without_a_loki_url_history_is_not_asked_for_and_the_log_says_so() {
         out.log
     );
     assert!(digest_text(&delivery, "web").contains("change unknown (history unavailable)"));
+}
+
+#[test]
+fn a_panic_while_reading_history_is_history_unavailable_and_quotes_no_secret() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder {
+        panic_on_history: true,
+        ..Recorder::default()
+    };
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    assert_eq!(delivery.posts.len(), 2);
+    assert!(
+        out.log
+            .iter()
+            .any(|l| l.starts_with("history unavailable: unexpected error: history reader crashed")),
+        "{:?}",
+        out.log
+    );
+    assert!(!everything(&out, &delivery).contains(HOOK_PATH));
 }
