@@ -153,14 +153,18 @@ impl SlackSink {
         &self.options
     }
 
-    /// Whether `team` gets a digest for this report (not silenced; not clean unless
-    /// `post_when_clean`; not unchanged when `post_only_on_change`).
+    /// Whether `team` gets a digest for this report (not silenced; not clean unless something
+    /// was fixed or `post_when_clean`; not unchanged when `post_only_on_change`).
     pub fn posts_to(&self, team: &str, report: &TeamReport, history: &History) -> bool {
         self.would_post(team, report) && !self.spares(team, report, history)
     }
 
+    /// Whether `team` gets a digest before `post_only_on_change` is considered: not silenced,
+    /// and something to say — a violation, a fixed workload (a team that fixed everything hears
+    /// so), or `post_when_clean`.
     fn would_post(&self, team: &str, report: &TeamReport) -> bool {
-        !team_routing::is_silenced(team) && (self.options.post_when_clean || !report.is_clean())
+        !team_routing::is_silenced(team)
+            && (self.options.post_when_clean || !report.is_clean() || report.fixed_count() > 0)
     }
 
     /// Whether `post_only_on_change` spares `team` its digest: the run was compared, the team's

@@ -945,3 +945,20 @@ fn a_panic_while_reading_history_is_history_unavailable_and_quotes_no_secret() {
     );
     assert!(!everything(&out, &delivery).contains(HOOK_PATH));
 }
+
+#[test]
+fn a_team_that_fixed_everything_is_told_so() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = compared_delivery(&[]);
+    // dem-dev's api is not flagged this time either: raster has nothing left
+    let mut clean = collected();
+    clean
+        .results
+        .retain(|r| r.namespace.as_deref() != Some("dem-dev"));
+    let out = run_with(&config, &settings, || Ok(clean.clone()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    let raster = &out.report.teams["raster"];
+    assert_eq!((raster.total(), raster.fixed_count()), (0, 1));
+    insta::assert_snapshot!("all_fixed_raster_digest", digest_text(&delivery, "raster"));
+}
