@@ -687,6 +687,18 @@ impl Config {
     }
 }
 
+/// Every environment variable `workload-report run` reads besides each postable team's
+/// `<TEAM>_WEBHOOK` ([`webhook_env_var`]): what a deployment (the Helm chart) must be able to
+/// set. A test reads the environment through a recording lookup to keep this list exact.
+pub const ENV_VARS: &[&str] = &[
+    "DRY_RUN",
+    "POST_WHEN_CLEAN",
+    "LOKI_URL",
+    "LOKI_USERNAME",
+    "LOKI_PASSWORD",
+    "LOKI_TOKEN",
+];
+
 /// What the environment adds to the config.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -1191,5 +1203,25 @@ mod tests {
         assert_eq!(config.category_of("A", "label x invalid"), "invalid");
         assert_eq!(config.category_of("A", "something else"), "other");
         assert_eq!(config.category_of("B", "missing"), "other");
+    }
+
+    /// `Settings::from_env` reads exactly `ENV_VARS` and the webhook variables of the postable
+    /// teams: nothing else, nothing less.
+    #[test]
+    fn env_vars_lists_every_variable_the_settings_read() {
+        let config = Config::from_yaml(
+            "cluster: c\ndefaultTeam: infra\nteams: [{name: web, namespaces: [web-*]}, {name: silenced, namespaces: [x]}]\nconstraintKinds: [A]\n",
+        )
+        .unwrap();
+        let read = std::cell::RefCell::new(std::collections::BTreeSet::new());
+        let recording = |name: &str| {
+            read.borrow_mut().insert(name.to_string());
+            None
+        };
+        Settings::from_env(&config, false, &recording).unwrap();
+        let mut expected: std::collections::BTreeSet<String> =
+            ENV_VARS.iter().map(|name| name.to_string()).collect();
+        expected.extend(["INFRA_WEBHOOK".to_string(), "WEB_WEBHOOK".to_string()]);
+        assert_eq!(read.into_inner(), expected);
     }
 }

@@ -11,8 +11,13 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use test_support::real::RealLoki;
 
-use crate::chart::Release;
-use crate::chart_live::TENANT;
+use system_tests::chart::LIVE_TENANT as TENANT;
+use system_tests::release::Release;
+
+/// The alert-rule ConfigMap's file.
+const ALERT_RULES: &str = "workload-report-alert-rules.yaml";
+/// The dashboard ConfigMap's file.
+const DASHBOARD: &str = "workload-report.json";
 
 /// What one run pushed, as the dashboard should show it.
 pub(crate) struct RunFacts {
@@ -174,7 +179,7 @@ pub(crate) fn check_dashboard(loki: &RealLoki, release: &Release, facts: &RunFac
             failures.join("\n  ")
         );
     }
-    eprintln!("chart: {checked} dashboard queries read the run back from the real Loki");
+    eprintln!("{checked} dashboard queries read the run back from the real Loki");
     Ok(())
 }
 
@@ -187,18 +192,10 @@ pub(crate) fn check_alerts(
     runs: usize,
     failed: usize,
 ) -> Result<()> {
-    let config_map = release
-        .objects
-        .iter()
-        .find(|o| {
-            o["kind"] == "ConfigMap" && o["data"]["workload-report-alert-rules.yaml"].is_string()
-        })
+    let text = release.config_map_with(ALERT_RULES)["data"][ALERT_RULES]
+        .as_str()
         .context("no alert-rule ConfigMap")?;
-    let provisioning: Value = serde_yaml::from_str(
-        config_map["data"]["workload-report-alert-rules.yaml"]
-            .as_str()
-            .unwrap_or_default(),
-    )?;
+    let provisioning: Value = serde_yaml::from_str(text)?;
     let mut seen = BTreeSet::new();
     for rule in provisioning["groups"]
         .as_array()
@@ -232,22 +229,15 @@ pub(crate) fn check_alerts(
     if seen.len() != 2 {
         bail!("expected the missing-run and failed-run rules' Loki queries, found {seen:?}");
     }
-    eprintln!("chart: alert rules see {runs} run(s), {failed} failed, in the real Loki");
+    eprintln!("alert rules see {runs} run(s), {failed} failed, in the real Loki");
     Ok(())
 }
 
 fn dashboard(release: &Release) -> Result<Value> {
-    let config_map = release
-        .objects
-        .iter()
-        .find(|o| o["kind"] == "ConfigMap" && o["data"]["workload-report.json"].is_string())
+    let text = release.config_map_with(DASHBOARD)["data"][DASHBOARD]
+        .as_str()
         .context("no dashboard ConfigMap in the live render")?;
-    serde_json::from_str(
-        config_map["data"]["workload-report.json"]
-            .as_str()
-            .unwrap_or_default(),
-    )
-    .context("the dashboard JSON")
+    serde_json::from_str(text).context("the dashboard JSON")
 }
 
 /// What one query gave.
