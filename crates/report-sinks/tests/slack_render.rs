@@ -532,3 +532,56 @@ fn problems_digest_caps_problems_and_policy_errors_honestly() {
         );
     }
 }
+
+/// The run compared with, finished 2026-11-29 07:31 UTC.
+fn compared() -> History {
+    History::Compared(report_sinks::PreviousRunRef {
+        run_id: "20261129T073000Z".into(),
+        finished_at: "2026-11-29T07:31:05Z".parse().unwrap(),
+        failed: Default::default(),
+    })
+}
+
+#[test]
+fn fixed_workloads_are_counted_and_named_up_to_the_cap() {
+    let fixed: Vec<report_sinks::FixedWorkload> = (0..15)
+        .map(|i| report_sinks::FixedWorkload {
+            name: format!("app-{i:02}"),
+            kind: "Deployment".into(),
+        })
+        .collect();
+    let mut team = TeamReport::default();
+    team.namespaces
+        .entry("web".into())
+        .or_default()
+        .rules
+        .insert(
+            "K8sRequiredLabels".into(),
+            report_sinks::RuleReport::default().with_change(|_| false, fixed, 10),
+        );
+    let options = SlackOptions {
+        max_fixed_names: 4,
+        ..options()
+    };
+    let message = team_message("web", &team, &common::run(), &compared(), &options);
+    let sections = section_texts(&message.blocks);
+    let fixed = sections
+        .iter()
+        .find(|s| s.contains("fixed*"))
+        .unwrap_or_else(|| panic!("no fixed section in {sections:?}"));
+    assert_eq!(
+        fixed,
+        ":white_check_mark: *15 fixed* since 2026-11-29 07:31 UTC: `web/app-00` (K8sRequiredLabels), \
+         `web/app-01` (K8sRequiredLabels), `web/app-02` (K8sRequiredLabels), \
+         `web/app-03` (K8sRequiredLabels) +11 more"
+    );
+    // a namespace whose workloads were all fixed has no section of its own
+    assert!(
+        !sections.iter().any(|s| s.starts_with("*web*")),
+        "{sections:?}"
+    );
+    assert_eq!(
+        message.blocks[0]["text"]["text"],
+        "Workload policy report: web — 0 new, 15 fixed since 2026-11-29 07:31 UTC"
+    );
+}
