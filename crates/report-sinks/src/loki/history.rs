@@ -77,6 +77,18 @@ pub struct HistoryQuery {
     pub limits: HistoryLimits,
 }
 
+impl HistoryQuery {
+    /// The selector of this cluster's and job's streams narrowed by `labels`.
+    fn selector(&self, labels: &[(&str, &str)]) -> String {
+        let mut all = vec![
+            ("job", self.job.as_str()),
+            ("cluster", self.cluster.as_str()),
+        ];
+        all.extend_from_slice(labels);
+        selector(&all)
+    }
+}
+
 /// The previous run as read back: its line and its violations.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PreviousRun {
@@ -238,12 +250,7 @@ impl LokiClient {
             let page = self
                 .page(
                     query,
-                    selector(&[
-                        ("job", &query.job),
-                        ("cluster", &query.cluster),
-                        ("team", RUN_TEAM),
-                        ("type", "run"),
-                    ]),
+                    query.selector(&[("team", RUN_TEAM), ("type", "run")]),
                     (start, end),
                     limits.run_page_lines,
                     Direction::Backward,
@@ -290,11 +297,7 @@ impl LokiClient {
             let page = self
                 .page(
                     query,
-                    selector(&[
-                        ("job", &query.job),
-                        ("cluster", &query.cluster),
-                        ("type", "violation"),
-                    ]),
+                    query.selector(&[("type", "violation")]),
                     (start, end),
                     limits.page_lines,
                     Direction::Forward,
