@@ -183,8 +183,10 @@ then _WEBHOOK (the binary's rule). */}}
 {{- if not (and (include "wr.isInt" $c.maxMessageChars) (ge (int64 $c.maxMessageChars) 500)) -}}
 {{- fail (printf "%s: report.config.maxMessageChars must be an integer >= 500, got %q" $p (toString $c.maxMessageChars)) -}}
 {{- end -}}
-{{- if not (kindIs "bool" $c.postWhenClean) -}}
-{{- fail (printf "%s: report.config.postWhenClean must be true or false" $p) -}}
+{{- range $key := list "postWhenClean" "postOnlyOnChange" -}}
+{{- if not (kindIs "bool" (get $c $key)) -}}
+{{- fail (printf "%s: report.config.%s must be true or false" $p $key) -}}
+{{- end -}}
 {{- end -}}
 {{- if not (kindIs "bool" $r.dryRun) -}}
 {{- fail (printf "%s: report.dryRun must be true or false" $p) -}}
@@ -200,6 +202,9 @@ then _WEBHOOK (the binary's rule). */}}
 {{- end -}}
 {{- if and $c.loki.url (not (include "wr.isHttpUrl" (toString $c.loki.url))) -}}
 {{- fail (printf "%s: report.config.loki.url must be an http(s) URL, got %q" $p (toString $c.loki.url)) -}}
+{{- end -}}
+{{- if not (regexMatch "^[1-9][0-9]*[smhd]$" (toString $c.loki.lookback)) -}}
+{{- fail (printf "%s: report.config.loki.lookback must be a duration > 0 like 14d (<n>s, <n>m, <n>h or <n>d)" $p) -}}
 {{- end -}}
 {{- if not (regexMatch "^[A-Za-z0-9_.-]+$" (toString $c.loki.job)) -}}
 {{- fail (printf "%s: report.config.loki.job is required: letters, digits, ., _ or -" $p) -}}
@@ -242,7 +247,7 @@ then _WEBHOOK (the binary's rule). */}}
 {{- fail (printf "%s: report.config.categories: %q is not one of constraintKinds" $p $rule) -}}
 {{- end -}}
 {{- end -}}
-{{- range $key := list "api" "post" "engine" -}}
+{{- range $key := list "api" "post" "engine" "query" -}}
 {{- if not (regexMatch "^[1-9][0-9]*[smh]$" (toString (get $c.timeouts $key))) -}}
 {{- fail (printf "%s: report.config.timeouts.%s must be a duration > 0 like 30s (<n>s, <n>m or <n>h)" $p $key) -}}
 {{- end -}}

@@ -42,6 +42,13 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// The longest `audit.freshAfter`.
 pub const MAX_FRESH_AFTER: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// The default `loki.lookback`: Loki's usual retention.
+pub const DEFAULT_LOOKBACK: Duration = Duration::from_secs(14 * 24 * 3600);
+
+/// The longest `loki.lookback`: Loki refuses a query longer than its `max_query_length` (721h by
+/// default), and a baseline a month old says little.
+pub const MAX_LOOKBACK: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// A configuration error; the message names the key.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -86,16 +93,18 @@ pub struct TeamConfig {
     pub namespaces: Vec<String>,
 }
 
-/// The `loki` section: where run lines are pushed and how they are labelled (the environment
-/// adds the credentials; together they make `report_sinks::LokiEndpoint`).
+/// The `loki` section: where run lines are pushed and read back from and how they are labelled
+/// (the environment adds the credentials; together they make `report_sinks::LokiEndpoint`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LokiConfig {
-    /// Base URL (`{url}/loki/api/v1/push` is posted); `None` disables the push.
+    /// Base URL (`{url}/loki/api/v1/push` is posted); `None` disables the push and the history.
     pub url: Option<String>,
     /// The `job` stream label.
     pub job: String,
     /// The tenant, sent as `X-Scope-OrgID`.
     pub tenant: Option<String>,
+    /// How far back the previous run is looked for.
+    pub lookback: Duration,
 }
 
 /// The audit cross-check's tolerance: agreement iff `|engine - audit| <= max(absolute, relative * audit)`.
@@ -146,6 +155,8 @@ pub struct Timeouts {
     pub post: Duration,
     /// The whole evaluation.
     pub engine: Duration,
+    /// Reading the previous run back from Loki, all its requests together.
+    pub query: Duration,
 }
 
 /// The validated configuration.
@@ -169,6 +180,9 @@ pub struct Config {
     pub max_message_chars: usize,
     /// Whether a clean team still gets a digest.
     pub post_when_clean: bool,
+    /// Whether a team whose violations did not change since the previous run is spared its
+    /// digest.
+    pub post_only_on_change: bool,
     /// The dashboard link of the digests.
     pub dashboard_url: Option<String>,
     /// The readme link of the digests.
@@ -202,6 +216,7 @@ struct RawConfig {
     max_names_per_rule: Option<i64>,
     max_message_chars: Option<i64>,
     post_when_clean: Option<bool>,
+    post_only_on_change: Option<bool>,
     dashboard_url: Option<String>,
     readme_url: Option<String>,
     loki: Option<RawLoki>,
@@ -226,6 +241,7 @@ struct RawLoki {
     url: Option<String>,
     job: Option<String>,
     tenant: Option<String>,
+    lookback: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -255,6 +271,7 @@ struct RawTimeouts {
     api: Option<String>,
     post: Option<String>,
     engine: Option<String>,
+    query: Option<String>,
 }
 
 /// A name every Kubernetes release accepts for a container environment variable (a C identifier).
@@ -266,15 +283,16 @@ fn is_portable_env_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
-/// Parses a duration written as `<n>s`, `<n>m` or `<n>h` (`<n>` ASCII digits, surrounding
-/// whitespace ignored). `None` for anything else, including a number of seconds too large for
-/// a `Duration` or a non-ASCII unit (`10ｍ`).
+/// Parses a duration written as `<n>s`, `<n>m`, `<n>h` or `<n>d` (`<n>` ASCII digits,
+/// surrounding whitespace ignored). `None` for anything else, including a number of seconds too
+/// large for a `Duration` or a non-ASCII unit (`10ｍ`).
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     let unit_seconds: u64 = match text.as_bytes().last()? {
         b's' => 1,
         b'm' => 60,
         b'h' => 3600,
+        b'd' => 24 * 3600,
         _ => return None,
     };
     let number = &text[..text.len() - 1];
@@ -285,24 +303,43 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
     Some(Duration::from_secs(n.checked_mul(unit_seconds)?))
 }
 
-/// A duration key: absent gives `default`; present must parse, be positive unless `allow_zero`,
-/// and be at most `max`.
-fn duration_key(
-    key: &str,
-    text: Option<String>,
+/// How a duration key is checked: its default, its maximum, whether 0 is allowed, and the
+/// examples an error shows.
+struct DurationRule {
     default: Duration,
     max: Duration,
     allow_zero: bool,
+    examples: &'static str,
+}
+
+/// The rule of the `timeouts.*` and `audit.freshAfter` keys: positive unless `allow_zero`.
+fn short_duration(default: Duration, max: Duration, allow_zero: bool) -> DurationRule {
+    DurationRule {
+        default,
+        max,
+        allow_zero,
+        examples: "30s, 10m or 1h",
+    }
+}
+
+/// A duration key: absent gives the rule's default; present must parse, be positive unless
+/// allowed to be 0, and be at most the rule's maximum.
+fn duration_key(
+    key: &str,
+    text: Option<String>,
+    rule: DurationRule,
 ) -> Result<Duration, ConfigError> {
+    let DurationRule {
+        default,
+        max,
+        allow_zero,
+        examples,
+    } = rule;
     let Some(text) = text else {
         return Ok(default);
     };
-    let duration = parse_duration(&text).ok_or_else(|| {
-        invalid(
-            key,
-            format!("{text:?} is not a duration like 30s, 10m or 1h"),
-        )
-    })?;
+    let duration = parse_duration(&text)
+        .ok_or_else(|| invalid(key, format!("{text:?} is not a duration like {examples}")))?;
     if duration.is_zero() && !allow_zero {
         return Err(invalid(key, format!("{text:?} must be longer than 0s")));
     }
@@ -315,10 +352,11 @@ fn duration_key(
     Ok(duration)
 }
 
-/// `86400s` as `24h`, `600s` as `10m`.
-fn humanize(duration: Duration) -> String {
+/// `86400s` as `24h`, `600s` as `10m`, `2592000s` (30 days) as `30d`.
+pub(crate) fn humanize(duration: Duration) -> String {
     let secs = duration.as_secs();
     match secs {
+        s if s > 24 * 3600 && s % (24 * 3600) == 0 => format!("{}d", s / (24 * 3600)),
         s if s % 3600 == 0 => format!("{}h", s / 3600),
         s if s % 60 == 0 => format!("{}m", s / 60),
         s => format!("{s}s"),
@@ -451,15 +489,27 @@ fn at_least(key: &str, value: Option<i64>, min: i64, default: usize) -> Result<u
     }
 }
 
-/// The `loki` section: an http(s) URL when given, a non-empty job, a tenant when not empty.
+/// The `loki` section: an http(s) URL when given, a non-empty job, a tenant when not empty, a
+/// look-back of at most [`MAX_LOOKBACK`].
 fn loki(raw: Option<RawLoki>) -> Result<LokiConfig, ConfigError> {
     let Some(raw) = raw else {
         return Ok(LokiConfig {
             url: None,
             job: DEFAULT_LOKI_JOB.into(),
             tenant: None,
+            lookback: DEFAULT_LOOKBACK,
         });
     };
+    let lookback = duration_key(
+        "loki.lookback",
+        raw.lookback,
+        DurationRule {
+            default: DEFAULT_LOOKBACK,
+            max: MAX_LOOKBACK,
+            allow_zero: false,
+            examples: "14d or 72h",
+        },
+    )?;
     if let Some(url) = &raw.url {
         check_http_url("loki.url", url)?;
     }
@@ -471,6 +521,7 @@ fn loki(raw: Option<RawLoki>) -> Result<LokiConfig, ConfigError> {
         url: raw.url,
         job,
         tenant: raw.tenant.filter(|t| !t.is_empty()),
+        lookback,
     })
 }
 
@@ -479,9 +530,7 @@ fn audit(raw: RawAudit) -> Result<AuditConfig, ConfigError> {
     let fresh_after = duration_key(
         "audit.freshAfter",
         raw.fresh_after,
-        Duration::from_secs(600),
-        MAX_FRESH_AFTER,
-        true,
+        short_duration(Duration::from_secs(600), MAX_FRESH_AFTER, true),
     )?;
     let tolerance = raw.tolerance.unwrap_or_default();
     let absolute = match tolerance.absolute {
@@ -551,11 +600,13 @@ fn categories(
 
 /// The `timeouts` section: each positive and at most [`MAX_TIMEOUT`].
 fn timeouts(raw: RawTimeouts) -> Result<Timeouts, ConfigError> {
-    let timeout = |key, text, default| duration_key(key, text, default, MAX_TIMEOUT, false);
+    let timeout =
+        |key, text, default| duration_key(key, text, short_duration(default, MAX_TIMEOUT, false));
     Ok(Timeouts {
         api: timeout("timeouts.api", raw.api, Duration::from_secs(30))?,
         post: timeout("timeouts.post", raw.post, Duration::from_secs(10))?,
         engine: timeout("timeouts.engine", raw.engine, Duration::from_secs(600))?,
+        query: timeout("timeouts.query", raw.query, Duration::from_secs(30))?,
     })
 }
 
@@ -615,6 +666,7 @@ impl Config {
             max_names_per_rule: at_least("maxNamesPerRule", raw.max_names_per_rule, 1, 10)?,
             max_message_chars: at_least("maxMessageChars", raw.max_message_chars, 500, 12_000)?,
             post_when_clean: raw.post_when_clean.unwrap_or(false),
+            post_only_on_change: raw.post_only_on_change.unwrap_or(false),
             dashboard_url: raw.dashboard_url,
             readme_url: raw.readme_url,
             loki: loki(raw.loki)?,
@@ -1176,7 +1228,7 @@ mod tests {
             ),
             (
                 "audit: {freshAfter: 9000h}\n",
-                "config: audit.freshAfter: \"9000h\" is longer than the maximum 8760h",
+                "config: audit.freshAfter: \"9000h\" is longer than the maximum 365d",
             ),
             (
                 "timeouts: {post: +5s}\n",
@@ -1195,6 +1247,41 @@ mod tests {
         assert_eq!(timeouts.post, Duration::from_secs(60));
         assert_eq!(timeouts.engine, Duration::from_secs(90));
         assert_eq!(fresh, Duration::ZERO);
+    }
+
+    #[test]
+    fn the_history_keys_have_defaults_and_bounds() {
+        let config = Config::from_yaml(MINIMAL).unwrap();
+        assert!(!config.post_only_on_change);
+        assert_eq!(config.loki.lookback, Duration::from_secs(14 * 86_400));
+        assert_eq!(config.timeouts.query, Duration::from_secs(30));
+        let config = Config::from_yaml(&format!(
+            "{MINIMAL}postOnlyOnChange: true\nloki: {{url: 'http://loki:3100', lookback: 3d}}\ntimeouts: {{query: 45s}}\n"
+        ))
+        .unwrap();
+        assert!(config.post_only_on_change);
+        assert_eq!(config.loki.lookback, Duration::from_secs(3 * 86_400));
+        assert_eq!(config.timeouts.query, Duration::from_secs(45));
+        for (text, expected) in [
+            (
+                "loki: {lookback: 31d}\n",
+                "config: loki.lookback: \"31d\" is longer than the maximum 30d",
+            ),
+            (
+                "loki: {lookback: 0d}\n",
+                "config: loki.lookback: \"0d\" must be longer than 0s",
+            ),
+            (
+                "loki: {lookback: 2 weeks}\n",
+                "config: loki.lookback: \"2 weeks\" is not a duration like 14d or 72h",
+            ),
+            (
+                "timeouts: {query: 2d}\n",
+                "config: timeouts.query: \"2d\" is longer than the maximum 24h",
+            ),
+        ] {
+            assert_eq!(error_of(&format!("{MINIMAL}{text}")), expected, "{text}");
+        }
     }
 
     #[test]

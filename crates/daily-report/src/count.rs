@@ -112,6 +112,7 @@ pub fn count(config: &Config, results: &[Finding]) -> BTreeMap<String, TeamRepor
                     .category_of(&result.constraint_kind, &result.msg)
                     .to_string(),
                 message: result.msg.clone(),
+                new: false,
             }),
             FindingKind::PolicyError => {
                 found

@@ -2,12 +2,14 @@
 //!
 //! [`config`] validates the YAML config and reads the environment through an injectable lookup;
 //! [`count`] turns evaluation results into per team → namespace → rule counts; [`audit`] cross-
-//! checks them against Gatekeeper's audit; [`run`] orchestrates one run over injectable I/O
-//! (collect, deliver, clock) and decides the status (ok / partial / skipped).
+//! checks them against Gatekeeper's audit; [`history`] compares them with the previous run
+//! (new, fixed); [`run`] orchestrates one run over injectable I/O (collect, deliver and read
+//! back, clock) and decides the status (ok / partial / skipped).
 
 pub mod audit;
 pub mod config;
 pub mod count;
+pub mod history;
 pub mod live;
 pub mod run;
 

@@ -382,7 +382,7 @@ fn new_and_fixed_per_team_come_from_the_selected_runs_team_totals() {
             &format!("{field} query"),
             &json!(expr(target)),
             &json!(format!(
-                r#"sum by (cluster, team) (last_over_time({{job="nightly-workload-report", cluster=~"$cluster", team=~"$team", type="team_total"}} | json | runId=~"$run" | unwrap {field} [$__range]) by (cluster, team))"#
+                r#"sum by (cluster, team) (last_over_time({{job="nightly-workload-report", cluster=~"$cluster", team=~"$team", type="team_total"}} | json | runId=~"$run" | unwrap {field} | __error__="" [$__range]) by (cluster, team))"#
             )),
         );
     }

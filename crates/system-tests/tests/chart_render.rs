@@ -774,9 +774,10 @@ fn minimal_release_gets_the_documented_defaults() {
             "teams": [{"name": "data", "namespaces": ["data-*"]}],
             "constraintKinds": ["K8sRequiredLabels"], "workloadKinds": ["Deployment", "StatefulSet"],
             "maxNamesPerRule": 10, "maxMessageChars": 12000, "postWhenClean": false,
-            "loki": {"job": "gatekeeper-workload-report"}, "engine": "embedded",
+            "postOnlyOnChange": false,
+            "loki": {"job": "gatekeeper-workload-report", "lookback": "14d"}, "engine": "embedded",
             "audit": {"freshAfter": "10m", "tolerance": {"absolute": 5, "relative": 0.1}},
-            "timeouts": {"api": "30s", "post": "10s", "engine": "10m"}
+            "timeouts": {"api": "30s", "post": "10s", "engine": "10m", "query": "30s"}
         }),
     );
     c.check(

@@ -104,7 +104,8 @@ impl RunFacts {
             "team_total" => {
                 self.teams
                     .insert(text("team"), (number("total"), number("namespaces")));
-                if line.get("new").is_some() {
+                // `null` while the change is unknown (first run, history unavailable).
+                if line["new"].is_number() {
                     self.changes
                         .insert(text("team"), (number("new"), number("fixed")));
                 }
