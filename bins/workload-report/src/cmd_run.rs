@@ -83,7 +83,13 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         .with_context(|| format!("invalid config {}", args.config.display()))?;
     let settings = Settings::from_env(&config, args.dry_run, &|name| std::env::var(name).ok())?;
     for warning in config.routes.warnings() {
-        stdio::log(&format!("warning: routes: {warning}"));
+        // A team with a webhookEnv override does not read the name the warning is about.
+        if !warning
+            .webhook_team()
+            .is_some_and(|team| config.webhook_env.contains_key(team))
+        {
+            stdio::log(&format!("warning: routes: {warning}"));
+        }
     }
     let output = run_live(&config, &settings, &options, &stdio::log)?;
     for line in &output.log {

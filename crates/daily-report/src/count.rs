@@ -145,6 +145,7 @@ pub fn count(config: &Config, results: &[Finding]) -> BTreeMap<String, TeamRepor
                     .category_of(&result.constraint_kind, result.own_message())
                     .to_string(),
                 message: result.msg.clone(),
+                new: false,
             }),
             FindingKind::PolicyError => {
                 found

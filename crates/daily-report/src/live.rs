@@ -21,9 +21,11 @@ use cluster_projection::{ClusterSource, ClusterState, ReadSpec};
 use gator_runner::{EngineConfig, EngineKind, PolicyEngine, ReviewInput};
 use jiff::Timestamp;
 use redaction::error_text;
+use report_sinks::loki::QueryError;
 use report_sinks::slack::SlackMessage;
 use report_sinks::{
-    HttpOptions, LokiClient, LokiEndpoint, LokiPush, SendError, SlackPoster, WebhookUrl,
+    HistoryError, HistoryQuery, HttpOptions, LokiClient, LokiEndpoint, LokiPush, PreviousRun,
+    SendError, SlackPoster, WebhookUrl,
 };
 
 use crate::audit::ConstraintAudit;
@@ -429,7 +431,8 @@ fn audit_facts(state: &ClusterState) -> Result<Vec<ConstraintAudit>, String> {
         .collect()
 }
 
-/// Slack and Loki over report-sinks' clients, on the run's runtime.
+/// Slack and Loki over report-sinks' clients, on the run's runtime: posts, the push, and the
+/// previous run read back.
 struct LiveDelivery<'a> {
     runtime: &'a tokio::runtime::Runtime,
     poster: SlackPoster,
@@ -453,6 +456,19 @@ impl Delivery for LiveDelivery<'_> {
         };
         let client = LokiClient::new(config, &self.http)?;
         self.runtime.block_on(client.push(push))
+    }
+
+    /// Reads with the query's timeout per request (the read as a whole has it too).
+    fn previous_run(&mut self, query: &HistoryQuery) -> Result<Option<PreviousRun>, HistoryError> {
+        let Some(config) = &self.loki else {
+            return Ok(None);
+        };
+        let http = HttpOptions {
+            timeout: query.timeout,
+            ..self.http.clone()
+        };
+        let client = LokiClient::new(config, &http).map_err(QueryError::from)?;
+        self.runtime.block_on(client.previous_run(query))
     }
 }
 

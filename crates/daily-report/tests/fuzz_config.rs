@@ -13,7 +13,7 @@ use daily_report::{Collected, Delivery, EngineKind, Finding, RunContext, execute
 use jiff::Timestamp;
 use proptest::prelude::*;
 use report_sinks::slack::SlackMessage;
-use report_sinks::{LokiPush, SendError, WebhookUrl};
+use report_sinks::{HistoryError, HistoryQuery, LokiPush, PreviousRun, SendError, WebhookUrl};
 
 const DEMO: &str = include_str!("../../../fixtures/demo/config.yaml");
 
@@ -188,6 +188,10 @@ impl Delivery for Accept {
 
     fn push(&mut self, _: &LokiPush) -> Result<(), SendError> {
         Ok(())
+    }
+
+    fn previous_run(&mut self, _: &HistoryQuery) -> Result<Option<PreviousRun>, HistoryError> {
+        Ok(None)
     }
 }
 

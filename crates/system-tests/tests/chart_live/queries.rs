@@ -11,8 +11,13 @@ use anyhow::{Context, Result, bail};
 use serde_json::Value;
 use test_support::real::RealLoki;
 
-use crate::chart::Release;
-use crate::chart_live::TENANT;
+use system_tests::chart::LIVE_TENANT as TENANT;
+use system_tests::release::Release;
+
+/// The alert-rule ConfigMap's file.
+const ALERT_RULES: &str = "workload-report-alert-rules.yaml";
+/// The dashboard ConfigMap's file.
+const DASHBOARD: &str = "workload-report.json";
 
 /// What one run pushed, as the dashboard should show it.
 pub(crate) struct RunFacts {
@@ -24,6 +29,10 @@ pub(crate) struct RunFacts {
     teams: BTreeMap<String, (f64, f64)>,
     /// (team, namespace, rule) → count, from the `summary` lines.
     summaries: BTreeMap<(String, String, String), f64>,
+    /// (team, namespace, rule, category) → count, from the `summary` lines' `categories`.
+    categories: BTreeMap<(String, String, String, String), f64>,
+    /// team → (new, fixed), from the `team_total` lines that carry them.
+    changes: BTreeMap<String, (f64, f64)>,
     /// The `violation` lines.
     violations: Vec<Value>,
 }
@@ -41,6 +50,8 @@ impl RunFacts {
             status: String::new(),
             teams: BTreeMap::new(),
             summaries: BTreeMap::new(),
+            categories: BTreeMap::new(),
+            changes: BTreeMap::new(),
             violations: Vec::new(),
         };
         for stream in push["streams"].as_array().into_iter().flatten() {
@@ -93,12 +104,22 @@ impl RunFacts {
             "team_total" => {
                 self.teams
                     .insert(text("team"), (number("total"), number("namespaces")));
+                // `null` while the change is unknown (first run, history unavailable).
+                if line["new"].is_number() {
+                    self.changes
+                        .insert(text("team"), (number("new"), number("fixed")));
+                }
             }
             "summary" => {
-                self.summaries.insert(
-                    (text("team"), text("namespace"), text("rule")),
-                    number("count"),
-                );
+                let key = (text("team"), text("namespace"), text("rule"));
+                for (category, count) in line["categories"].as_object().into_iter().flatten() {
+                    let (t, n, r) = key.clone();
+                    self.categories.insert(
+                        (t, n, r, category.clone()),
+                        count.as_f64().unwrap_or_default(),
+                    );
+                }
+                self.summaries.insert(key, number("count"));
             }
             "violation" => self.violations.push(line),
             _ => {}
@@ -113,6 +134,52 @@ impl RunFacts {
             .replace("$run", &self.run_id)
             .replace("$__range", "1h")
     }
+}
+
+/// Gatekeeper's `--log-denies` lines as its controller logs them (JSON, message
+/// `denied admission: …`, `event_type` `violation`), shipped under the chart's default
+/// Gatekeeper selector: a Deployment flagged by a warn and a deny Constraint of one kind (counted
+/// once), another Deployment of that kind, and one of a second kind.
+const GATEKEEPER_LABELS: &str = r#"{"namespace": "gatekeeper-system", "container": "manager"}"#;
+const DENIES: [(&str, &str, &str, &str); 4] = [
+    ("K8sRequiredLabels", "must-have-owner", "deny", "shop/web"),
+    (
+        "K8sRequiredLabels",
+        "must-have-owner-warn",
+        "warn",
+        "shop/web",
+    ),
+    ("K8sRequiredLabels", "must-have-owner", "deny", "shop/cart"),
+    ("K8sContainerLimits", "container-limits", "deny", "data/etl"),
+];
+
+/// Ships [`DENIES`] to Loki, as the cluster's log agent would.
+pub(crate) fn push_gatekeeper_denies(loki: &RealLoki) -> Result<()> {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)?
+        .as_nanos() as i128;
+    let lines: Vec<(i128, String)> = DENIES
+        .iter()
+        .enumerate()
+        .map(|(i, (kind, constraint, action, object))| {
+            let (namespace, name) = object.split_once('/').unwrap_or_default();
+            let line = serde_json::json!({
+                "level": "info", "ts": 1.7e9, "logger": "webhook",
+                "msg": format!("denied admission: {name} has no owner label"),
+                "semantic": true, "process": "admission", "event_type": "violation",
+                "constraint_name": constraint, "constraint_group": "constraints.gatekeeper.sh",
+                "constraint_api_version": "v1beta1", "constraint_kind": kind,
+                "constraint_action": action, "resource_group": "apps",
+                "resource_api_version": "v1", "resource_kind": "Deployment",
+                "resource_namespace": namespace, "resource_name": name,
+                "request_username": "alice"
+            });
+            (now - 1_000_000_000 + i as i128, line.to_string())
+        })
+        .collect();
+    let labels: Value = serde_json::from_str(GATEKEEPER_LABELS)?;
+    loki.push_stream(TENANT, &labels, &lines)
+        .map_err(anyhow::Error::msg)
 }
 
 /// Runs every dashboard query and checks the known panels' numbers.
@@ -174,7 +241,7 @@ pub(crate) fn check_dashboard(loki: &RealLoki, release: &Release, facts: &RunFac
             failures.join("\n  ")
         );
     }
-    eprintln!("chart: {checked} dashboard queries read the run back from the real Loki");
+    eprintln!("{checked} dashboard queries read the run back from the real Loki");
     Ok(())
 }
 
@@ -187,18 +254,10 @@ pub(crate) fn check_alerts(
     runs: usize,
     failed: usize,
 ) -> Result<()> {
-    let config_map = release
-        .objects
-        .iter()
-        .find(|o| {
-            o["kind"] == "ConfigMap" && o["data"]["workload-report-alert-rules.yaml"].is_string()
-        })
+    let text = release.config_map_with(ALERT_RULES)["data"][ALERT_RULES]
+        .as_str()
         .context("no alert-rule ConfigMap")?;
-    let provisioning: Value = serde_yaml::from_str(
-        config_map["data"]["workload-report-alert-rules.yaml"]
-            .as_str()
-            .unwrap_or_default(),
-    )?;
+    let provisioning: Value = serde_yaml::from_str(text)?;
     let mut seen = BTreeSet::new();
     for rule in provisioning["groups"]
         .as_array()
@@ -232,22 +291,15 @@ pub(crate) fn check_alerts(
     if seen.len() != 2 {
         bail!("expected the missing-run and failed-run rules' Loki queries, found {seen:?}");
     }
-    eprintln!("chart: alert rules see {runs} run(s), {failed} failed, in the real Loki");
+    eprintln!("alert rules see {runs} run(s), {failed} failed, in the real Loki");
     Ok(())
 }
 
 fn dashboard(release: &Release) -> Result<Value> {
-    let config_map = release
-        .objects
-        .iter()
-        .find(|o| o["kind"] == "ConfigMap" && o["data"]["workload-report.json"].is_string())
+    let text = release.config_map_with(DASHBOARD)["data"][DASHBOARD]
+        .as_str()
         .context("no dashboard ConfigMap in the live render")?;
-    serde_json::from_str(
-        config_map["data"]["workload-report.json"]
-            .as_str()
-            .unwrap_or_default(),
-    )
-    .context("the dashboard JSON")
+    serde_json::from_str(text).context("the dashboard JSON")
 }
 
 /// What one query gave.
@@ -381,6 +433,30 @@ fn panel_shows_the_run(
         }
     };
     let violation_text = |v: &Value, key: &str| v[key].as_str().unwrap_or_default().to_string();
+    // A category column's query unwraps `categories_<name>`.
+    let category = expr.split("unwrap categories_").nth(1).map(|rest| {
+        rest.split([' ', '|'])
+            .next()
+            .unwrap_or_default()
+            .to_string()
+    });
+    let per_category = |keys: fn(&(String, String, String, String)) -> Vec<String>| {
+        let mut want: BTreeMap<Vec<String>, f64> = BTreeMap::new();
+        for (key, count) in &facts.categories {
+            if Some(&key.3) == category.as_ref() {
+                *want.entry(keys(key)).or_default() += count;
+            }
+        }
+        want
+    };
+    let run_lines = || -> Vec<Value> {
+        answer
+            .lines()
+            .iter()
+            .filter_map(|l| serde_json::from_str(l).ok())
+            .collect()
+    };
+    let total_namespaces: f64 = facts.teams.values().map(|(_, namespaces)| namespaces).sum();
     match title {
         "Violations" => expect_number(facts.total),
         "Teams with violations" => expect_number(
@@ -390,8 +466,9 @@ fn panel_shows_the_run(
                 .filter(|(total, _)| *total > 0.0)
                 .count() as f64,
         ),
-        "Namespaces with violations" => {
-            expect_number(facts.teams.values().map(|(_, namespaces)| namespaces).sum())
+        "Namespaces with violations" => expect_number(total_namespaces),
+        "Per team" if category.is_some() => {
+            expect_map(answer.by(&["team"]), per_category(|k| vec![k.0.clone()]))
         }
         "Per team" if expr.contains("unwrap total") => {
             expect_map(answer.by(&["team"]), per_team(|(total, _)| *total))
@@ -400,9 +477,25 @@ fn panel_shows_the_run(
             answer.by(&["team"]),
             per_team(|(_, namespaces)| *namespaces),
         ),
+        "Trend per team (14 days, last run of each day)" if expr.starts_with("sum(") => {
+            expect_number(facts.total)
+        }
         "Trend per team (14 days, last run of each day)" => {
             expect_map(answer.by(&["team"]), per_team(|(total, _)| *total))
         }
+        "Namespaces with violations per team (14 days, last run of each day)"
+            if expr.starts_with("sum(") =>
+        {
+            expect_number(total_namespaces)
+        }
+        "Namespaces with violations per team (14 days, last run of each day)" => expect_map(
+            answer.by(&["team"]),
+            per_team(|(_, namespaces)| *namespaces),
+        ),
+        "Per namespace" if category.is_some() => expect_map(
+            answer.by(&["team", "namespace", "rule"]),
+            per_category(|k| vec![k.0.clone(), k.1.clone(), k.2.clone()]),
+        ),
         "Per namespace" => expect_map(
             answer.by(&["team", "namespace", "rule"]),
             facts
@@ -410,6 +503,28 @@ fn panel_shows_the_run(
                 .iter()
                 .map(|((t, n, r), count)| (vec![t.clone(), n.clone(), r.clone()], *count))
                 .collect(),
+        ),
+        "New and fixed since the previous run" => {
+            let pick: fn(&(f64, f64)) -> f64 = if expr.contains("unwrap new") {
+                |(new, _)| *new
+            } else {
+                |(_, fixed)| *fixed
+            };
+            expect_map(
+                answer.by(&["team"]),
+                facts
+                    .changes
+                    .iter()
+                    .map(|(team, numbers)| (vec![team.clone()], pick(numbers)))
+                    .collect(),
+            )
+        }
+        "New at deploy (admission violations per rule)" => expect_map(
+            answer.by(&["constraint_kind"]),
+            BTreeMap::from([
+                (vec!["K8sContainerLimits".to_string()], 1.0),
+                (vec!["K8sRequiredLabels".to_string()], 2.0),
+            ]),
         ),
         "Message categories" => {
             let mut want: BTreeMap<Vec<String>, f64> = BTreeMap::new();
@@ -424,42 +539,32 @@ fn panel_shows_the_run(
         }
         "Silenced" => expect_number(facts.teams.get("silenced").map_or(0.0, |(total, _)| *total)),
         "Workloads (selected run)" => {
-            let mut want: Vec<String> = facts
-                .violations
-                .iter()
-                .map(|v| {
-                    format!(
-                        "{} {}/{} {} [{}]",
-                        violation_text(v, "namespace"),
-                        violation_text(v, "kind"),
-                        violation_text(v, "name"),
-                        violation_text(v, "rule"),
-                        violation_text(v, "category")
-                    )
-                })
-                .collect();
+            let key = |v: &Value| {
+                ["namespace", "kind", "name", "rule", "category"].map(|k| violation_text(v, k))
+            };
+            let mut want: Vec<_> = facts.violations.iter().map(key).collect();
+            let mut got: Vec<_> = run_lines().iter().map(key).collect();
             want.sort();
-            if answer.lines() == want.as_slice() {
+            got.sort();
+            if got == want {
                 Ok(())
             } else {
-                Err(format!(
-                    "shows {:?}, the run pushed {want:?}",
-                    answer.lines()
-                ))
+                Err(format!("shows {got:?}, the run pushed {want:?}"))
             }
         }
         "Violation messages (selected run)" => expect_number(facts.violations.len() as f64),
-        "Last run" | "Runs" => {
-            let lines = answer.lines();
-            let total = format!("total={}", facts.total);
-            match lines {
-                [line] if line.starts_with(&facts.status) && line.contains(&total) => Ok(()),
-                _ => Err(format!(
-                    "shows {lines:?}, expected one line `{} … {total} …`",
-                    facts.status
-                )),
+        "Last run" | "Runs" => match run_lines().as_slice() {
+            [line]
+                if line["status"] == facts.status.as_str()
+                    && line["total"].as_f64() == Some(facts.total) =>
+            {
+                Ok(())
             }
-        }
+            lines => Err(format!(
+                "shows {lines:?}, expected one run line with status {} and total {}",
+                facts.status, facts.total
+            )),
+        },
         _ => Ok(()),
     }
 }

@@ -1,4 +1,5 @@
-"""Evaluates the opa-diff corpus with real OPA (PyPI opa-golib-python-bindings).
+"""Evaluates the opa-diff corpus with real OPA (PyPI opa-golib-python-bindings), for the
+`opa_live` test of `crates/system-tests`.
 
 Reads {"cases": [{"name", "package", "source", "input", "rules"}]} on stdin and writes
 {"<case>": {"<rule>": {"value": v} | {"undefined": true} | {"error": "..."}}} on stdout.

@@ -1,10 +1,11 @@
 """Renders the chart offline with the Helm v4 engine of the `helm-python-sdk` package.
 
-Driven by `cargo xtask test` (xtask/src/chart.rs) when no `helm` binary is on PATH. Reads one JSON
-request from stdin, {"chart": DIR, "cases": [{"name", "release", "namespace", "values"}]}, and
-writes {"helm": VERSION, "cases": [{"name", "ok", "manifests" | "error"}]} to stdout, where
-"manifests" maps each template path (NOTES.txt included) to its rendered text. It asserts nothing:
-the assertions live in xtask.
+Driven by the chart tests of `crates/system-tests` (`src/helm.rs`) when no `helm` binary is on
+PATH. Reads one JSON request from stdin,
+{"chart": DIR, "cases": [{"name", "release", "namespace", "values"}]}, and writes
+{"helm": VERSION, "cases": [{"name", "ok", "manifests" | "error"}]} to stdout, where "manifests"
+maps each template path (NOTES.txt included) to its rendered text. It asserts nothing: the
+assertions live in the Rust tests.
 """
 
 import json

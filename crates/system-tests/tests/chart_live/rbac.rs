@@ -6,7 +6,7 @@ use anyhow::{Result, bail};
 use serde_json::{Value, json};
 use test_support::real::Access;
 
-use crate::chart_live::{Installed, Report};
+use crate::installed::{Installed, Run};
 
 /// One thing the ClusterRole grants, and how to take it away.
 struct Grant {
@@ -34,8 +34,8 @@ fn never_granted() -> Vec<Access> {
 }
 
 /// Checks that the role grants exactly its rules and that every grant is needed; returns the
-/// number of (skipped) runs made.
-pub(crate) fn check_minimal(installed: &Installed, report: &Report) -> Result<usize> {
+/// (skipped) runs made, one per grant.
+pub(crate) fn check_minimal(installed: &Installed) -> Result<Vec<Run>> {
     let grants = grants(&installed.role);
     if grants.is_empty() {
         bail!("the ClusterRole grants nothing");
@@ -50,6 +50,7 @@ pub(crate) fn check_minimal(installed: &Installed, report: &Report) -> Result<us
         .wait_for_access(&installed.user, &installed.groups, &full);
 
     let mut failures = Vec::new();
+    let mut runs = Vec::new();
     for (index, grant) in grants.iter().enumerate() {
         installed.kube.apply(&without(&installed.role, grant));
         let expected: Vec<(Access, bool)> = grants
@@ -61,7 +62,7 @@ pub(crate) fn check_minimal(installed: &Installed, report: &Report) -> Result<us
             .kube
             .wait_for_access(&installed.user, &installed.groups, &expected);
         let label = describe(grant);
-        let run = report.run(&format!("without-{index}"))?;
+        let run = installed.run(&format!("without-{index}"))?;
         let reason = run.run_line["reason"].as_str().unwrap_or_default();
         if run.code != Some(1)
             || run.run_line["status"] != "skipped"
@@ -72,8 +73,9 @@ pub(crate) fn check_minimal(installed: &Installed, report: &Report) -> Result<us
                 run.code, run.run_line["status"], grant.expected
             ));
         } else {
-            eprintln!("chart: without {label} the run is skipped: {reason}");
+            eprintln!("without {label} the run is skipped: {reason}");
         }
+        runs.push(run);
     }
     installed.kube.apply(&installed.role);
     installed
@@ -86,10 +88,10 @@ pub(crate) fn check_minimal(installed: &Installed, report: &Report) -> Result<us
         );
     }
     eprintln!(
-        "chart: each of the ClusterRole's {} grants is needed (a 403 skips the run without it)",
+        "each of the ClusterRole's {} grants is needed (a 403 skips the run without it)",
         grants.len()
     );
-    Ok(grants.len())
+    Ok(runs)
 }
 
 /// Every (verb, group, resource[, name]) the role's rules grant.
