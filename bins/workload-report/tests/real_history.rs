@@ -144,13 +144,13 @@ fn two_runs_against_a_real_loki_show_what_is_new_and_fixed_in_slack_and_loki() {
     assert_eq!(
         header,
         format!(
-            "Workload policy report: payments — 2 new, 2 fixed since {}",
+            "Workload policy report: payments — 3 new, 3 fixed since {}",
             finished.strftime("%Y-%m-%d %H:%M UTC")
         )
     );
     assert!(body.contains(":new: `checkout-v2`"), "{body}");
     assert!(
-        body.contains("*2 fixed* since") && body.contains("`payments-prod/checkout`"),
+        body.contains("*3 fixed* since") && body.contains("`payments-prod/checkout`"),
         "{body}"
     );
 
@@ -159,11 +159,11 @@ fn two_runs_against_a_real_loki_show_what_is_new_and_fixed_in_slack_and_loki() {
     let run_line = &loki_lines(&loki, "run", second_id)[0];
     assert_eq!(
         (run_line["new"].as_u64(), run_line["fixed"].as_u64()),
-        (Some(2), Some(2))
+        (Some(3), Some(3))
     );
     assert_eq!(run_line["previousRunId"], first_id);
     for total in loki_lines(&loki, "team_total", second_id) {
-        let expected = if total["team"] == "payments" { 2 } else { 0 };
+        let expected = if total["team"] == "payments" { 3 } else { 0 };
         assert_eq!(total["new"], expected, "{total}");
         assert_eq!(total["fixed"], expected, "{total}");
     }
@@ -182,6 +182,8 @@ fn two_runs_against_a_real_loki_show_what_is_new_and_fixed_in_slack_and_loki() {
         new,
         [
             ("checkout-v2".to_string(), "K8sContainerLimits".to_string()),
+            // a Pod-only rule that sees the Deployment through the demo's ExpansionTemplate
+            ("checkout-v2".to_string(), "K8sPodRunAsNonRoot".to_string()),
             ("checkout-v2".to_string(), "K8sRequiredLabels".to_string()),
         ]
     );

@@ -1114,9 +1114,16 @@ fn a_pod_only_rule_flags_workloads_through_their_pods() {
     );
     // the saved snapshot holds the ExpansionTemplate: the replay finds the same
     let replayed = replay(&snapshot, &live.slack);
+    // The two runs read their history from different places; the findings are what must agree.
+    let findings = |text: &serde_json::Value| {
+        text.as_str()
+            .unwrap_or_default()
+            .replace(" Change unknown (history unavailable).", "")
+            .replace(" Change unknown (first run).", "")
+    };
     assert_eq!(
-        replayed["digests"]["payments"]["text"],
-        document["digests"]["payments"]["text"]
+        findings(&replayed["digests"]["payments"]["text"]),
+        findings(&document["digests"]["payments"]["text"])
     );
 }
 
