@@ -1,7 +1,8 @@
 //! The real gator (`test-support::real`) as the reference: `run --engine both` and `--engine
 //! gator` on the demo cluster give the embedded engine's report, and every `gator verify` suite
 //! under `fixtures/gatekeeper/` (found anew on every run) passes under the real `gator verify` as
-//! it does under ours, so a fixture that encodes a misreading of Gatekeeper fails here.
+//! it does under ours, so a fixture that encodes a misreading of Gatekeeper fails here: with CEL
+//! on (both defaults), and again with CEL off for suites whose templates carry CEL and Rego.
 
 mod real_common;
 
@@ -75,33 +76,35 @@ fn set_engine(out: &mut std::collections::BTreeMap<String, Value>, engine: &str)
     }
 }
 
-/// Whether a template the suite names carries a CEL (`K8sNativeValidation`) block: gator then
-/// evaluates the CEL by default, where the embedded engine evaluates the Rego.
-fn suite_has_cel(suite: &Path) -> bool {
+/// Whether every template the suite names carries both CEL (`K8sNativeValidation`) and Rego
+/// code, so the suite must pass with CEL on and with CEL off.
+fn suite_is_dual_engine(suite: &Path) -> bool {
     let text = std::fs::read_to_string(suite).unwrap();
     let dir = suite.parent().unwrap();
-    text.lines()
+    let mut templates = text
+        .lines()
         .filter_map(|line| line.trim().strip_prefix("template:"))
         .map(|file| dir.join(file.trim().trim_matches('"')))
-        .any(|template| {
-            std::fs::read_to_string(&template)
-                .unwrap_or_else(|e| panic!("{}: {e}", template.display()))
-                .contains("K8sNativeValidation")
+        .peekable();
+    templates.peek().is_some()
+        && templates.all(|template| {
+            let text = std::fs::read_to_string(&template)
+                .unwrap_or_else(|e| panic!("{}: {e}", template.display()));
+            text.contains("engine: K8sNativeValidation") && text.contains("engine: Rego")
         })
 }
 
-/// `gator verify SUITE` (CEL off for suites with CEL templates): success and the output. gator
-/// takes the suite relative to its working directory (it does not open absolute paths).
-fn gator_verify(gator: &Path, suite: &Path) -> (bool, String) {
-    let mut command = Command::new(gator);
-    command
+/// gator's and our flag for CEL off; none for both defaults (CEL on).
+const CEL_OFF: &str = "--enable-k8s-native-validation=false";
+
+/// `gator verify SUITE [FLAGS]`: success and the output. gator takes the suite relative to its
+/// working directory (it does not open absolute paths).
+fn gator_verify(gator: &Path, suite: &Path, flags: &[&str]) -> (bool, String) {
+    let output = Command::new(gator)
         .arg("verify")
         .arg(suite.file_name().unwrap())
-        .current_dir(suite.parent().unwrap());
-    if suite_has_cel(suite) {
-        command.arg("--enable-k8s-native-validation=false");
-    }
-    let output = command
+        .args(flags)
+        .current_dir(suite.parent().unwrap())
         .env_clear()
         .env("HOME", std::env::temp_dir())
         .output()
@@ -116,9 +119,12 @@ fn gator_verify(gator: &Path, suite: &Path) -> (bool, String) {
     )
 }
 
-/// `workload-report verify SUITE`: success and the output.
-fn our_verify(suite: &Path) -> (bool, String) {
-    let outcome = run(&["verify", suite.to_str().unwrap()], &[]);
+/// `workload-report verify [FLAGS] SUITE`: success and the output.
+fn our_verify(suite: &Path, flags: &[&str]) -> (bool, String) {
+    let mut args = vec!["verify"];
+    args.extend(flags);
+    args.push(suite.to_str().unwrap());
+    let outcome = run(&args, &[]);
     (
         outcome.code == 0,
         format!("{}{}", outcome.stdout, outcome.stderr),
@@ -136,14 +142,20 @@ fn real_gator_verify_passes_every_fixture_suite_and_fails_a_misreading() {
     let binary = gator.bin("gator");
     let suites = fixture_suites();
     assert!(suites.len() >= 9, "{suites:?}");
+    let dual: Vec<&PathBuf> = suites.iter().filter(|s| suite_is_dual_engine(s)).collect();
+    assert!(dual.len() >= 6, "{dual:?}");
+    let runs = suites
+        .iter()
+        .map(|suite| (suite, &[][..]))
+        .chain(dual.iter().map(|suite| (*suite, &[CEL_OFF][..])));
     let mut failures = Vec::new();
-    for suite in &suites {
+    for (suite, flags) in runs {
         let name = suite.strip_prefix(root()).unwrap().display().to_string();
-        let (real_ok, real_output) = gator_verify(&binary, suite);
-        let (our_ok, our_output) = our_verify(suite);
+        let (real_ok, real_output) = gator_verify(&binary, suite, flags);
+        let (our_ok, our_output) = our_verify(suite, flags);
         if !real_ok || !our_ok {
             failures.push(format!(
-                "{name}: gator verify {}, workload-report verify {}\n--- gator ---\n{real_output}\n--- ours ---\n{our_output}",
+                "{name} {flags:?}: gator verify {}, workload-report verify {}\n--- gator ---\n{real_output}\n--- ours ---\n{our_output}",
                 if real_ok { "passes" } else { "FAILS" },
                 if our_ok { "passes" } else { "FAILS" },
             ));
@@ -158,13 +170,13 @@ fn real_gator_verify_passes_every_fixture_suite_and_fails_a_misreading() {
     copy_dir(source.parent().unwrap(), copy.path());
     let suite = copy.path().join("suite.yaml");
     std::fs::write(&suite, misread).unwrap();
-    let (real_ok, real_output) = gator_verify(&binary, &suite);
+    let (real_ok, real_output) = gator_verify(&binary, &suite, &[]);
     assert!(
         !real_ok,
         "the real gator passed a wrong expectation:\n{real_output}"
     );
     assert!(real_output.contains("FAIL"), "{real_output}");
-    let (our_ok, our_output) = our_verify(&suite);
+    let (our_ok, our_output) = our_verify(&suite, &[]);
     assert!(
         !our_ok,
         "workload-report verify passed a wrong expectation:\n{our_output}"

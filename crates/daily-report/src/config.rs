@@ -179,6 +179,10 @@ pub struct Config {
     pub engine: EngineKind,
     /// The `gator` section (pin and/or local binary), when configured; its pin is valid.
     pub gator: Option<GatorConfig>,
+    /// `k8sNativeValidation` (default true, gator's default): templates with CEL code are
+    /// evaluated by their CEL, by the embedded engine and (unless `gator.k8sNativeValidation`
+    /// says otherwise) by gator.
+    pub k8s_native_validation: bool,
     /// Audit cross-check settings.
     pub audit: AuditConfig,
     /// Message categories per rule.
@@ -203,6 +207,7 @@ struct RawConfig {
     loki: Option<RawLoki>,
     engine: Option<EngineKind>,
     gator: Option<GatorConfig>,
+    k8s_native_validation: Option<bool>,
     audit: Option<RawAudit>,
     categories: Option<BTreeMap<String, Vec<RawCategory>>>,
     timeouts: Option<RawTimeouts>,
@@ -606,6 +611,7 @@ impl Config {
             loki: loki(raw.loki)?,
             engine: raw.engine.unwrap_or_default(),
             gator,
+            k8s_native_validation: raw.k8s_native_validation.unwrap_or(true),
             audit: audit(raw.audit.unwrap_or_default())?,
             categories: categories(raw.categories.unwrap_or_default(), &kinds)?,
             timeouts: timeouts(raw.timeouts.unwrap_or_default())?,

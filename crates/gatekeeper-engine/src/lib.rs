@@ -16,6 +16,7 @@
 //!   OPA; [`goregex`] is Go's regular-expression syntax; [`limits`] are the engine's caps.
 
 mod analysis;
+mod celreview;
 mod constraint;
 mod deprecated;
 mod engine;
@@ -63,5 +64,7 @@ pub use reader::{
 };
 pub use request::ReviewRequest;
 pub use result::{ConstraintRef, ObjectRef, ReviewResult};
-pub use review::{DeadlinePassed, DetailedResult, Evaluator, PolicySet, ResultKind, ReviewStats};
-pub use template::Template;
+pub use review::{
+    DeadlinePassed, DetailedResult, Driver, Evaluator, PolicySet, ResultKind, ReviewStats,
+};
+pub use template::{CEL_ENGINE, Template};
