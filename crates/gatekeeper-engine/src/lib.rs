@@ -1,5 +1,7 @@
 //! An embedded Gatekeeper evaluator: reviews objects against ConstraintTemplates and Constraints
-//! in-process (Rego through `regorus`) and gives the answers `gator test` v3.22.0 gives.
+//! in-process (Rego through `regorus`, `K8sNativeValidation` CEL through `k8s-cel`, chosen as
+//! gator chooses: [`EngineOptions::k8s_native_validation`]) and gives the answers `gator test`
+//! v3.22.0 gives.
 //!
 //! - [`read_sources`] reads files and directories like `gator test -f`.
 //! - [`Engine`] ingests templates, constraints, data and ExpansionTemplates from those objects
