@@ -324,17 +324,17 @@ mod cel {
     }
 
     fn containers(i: usize) -> Value {
-        let repo = if i % 7 == 0 {
+        let repo = if i.is_multiple_of(7) {
             "docker.io/library"
         } else {
             "registry.example.com"
         };
-        let cpu = if i % 6 == 0 { "3" } else { "500m" };
+        let cpu = if i.is_multiple_of(6) { "3" } else { "500m" };
         let mut main = json!({
             "name": "main", "image": format!("{repo}/app-{}:1.2.3", i % 50),
-            "securityContext": {"privileged": i % 17 == 0}
+            "securityContext": {"privileged": i.is_multiple_of(17)}
         });
-        if i % 10 != 0 {
+        if !i.is_multiple_of(10) {
             main["resources"] = json!({"limits": {"cpu": cpu, "memory": "512Mi"}});
         }
         json!([main, {"name": "sidecar", "image": "registry.example.com/proxy:1.0",
@@ -345,7 +345,7 @@ mod cel {
         let mut out = Vec::with_capacity(PODS + DEPLOYMENTS + NAMESPACES);
         for n in 0..NAMESPACES {
             let mut labels = json!({"owner": "payments"});
-            if n % 3 != 0 {
+            if !n.is_multiple_of(3) {
                 labels["team"] = json!(format!("team-{n}"));
             }
             out.push(json!({"apiVersion": "v1", "kind": "Namespace",
@@ -355,7 +355,7 @@ mod cel {
             out.push(json!({
                 "apiVersion": "v1", "kind": "Pod",
                 "metadata": {"name": format!("pod-{i}"), "namespace": format!("team-{}", i % NAMESPACES)},
-                "spec": {"hostPID": i % 13 == 0, "hostNetwork": i % 19 == 0, "containers": containers(i)}
+                "spec": {"hostPID": i.is_multiple_of(13), "hostNetwork": i.is_multiple_of(19), "containers": containers(i)}
             }));
         }
         for i in 0..DEPLOYMENTS {

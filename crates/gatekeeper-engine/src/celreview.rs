@@ -6,7 +6,7 @@
 
 use std::time::Instant;
 
-use k8s_cel::{Bindings, CelProgram, Decision};
+use k8s_cel::{Bindings, CelProgram, Decision, PreparedBindings};
 
 use crate::constraint::Constraint;
 use crate::request::ReviewRequest;
@@ -34,36 +34,39 @@ pub(crate) fn findings<'c>(
     evaluations: &mut usize,
 ) -> Result<Vec<Finding<'c>>, PastDeadline> {
     let cel_request = request.cel_request();
+    // The review's bindings are converted once; only `params` changes per Constraint.
+    let mut prepared = PreparedBindings::new(&Bindings {
+        object: request.cel_object(),
+        old_object: request.old_object(),
+        request: Some(&cel_request),
+        params: None,
+        namespace_object: request.namespace_object(),
+    });
     let mut out = Vec::new();
     for constraint in matched {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(PastDeadline);
         }
         *evaluations += 1;
-        let bindings = Bindings {
-            object: request.cel_object(),
-            old_object: request.old_object(),
-            request: Some(&cel_request),
-            params: Some(&constraint.object),
-            namespace_object: request.namespace_object(),
+        let decisions = match prepared.as_mut() {
+            Ok(bindings) => match bindings.set_params(Some(&constraint.object)) {
+                Ok(()) => program.evaluate_prepared(bindings),
+                Err(error) => program.conversion_failed(error),
+            },
+            Err(error) => program.conversion_failed(error.clone()),
         };
-        out.extend(
-            program
-                .evaluate(&bindings)
-                .into_iter()
-                .map(|decision| match decision {
-                    Decision::Violation(v) => Finding {
-                        constraint,
-                        msg: v.message,
-                        is_error: false,
-                    },
-                    Decision::Error(e) => Finding {
-                        constraint,
-                        msg: e.to_string(),
-                        is_error: true,
-                    },
-                }),
-        );
+        out.extend(decisions.into_iter().map(|decision| match decision {
+            Decision::Violation(v) => Finding {
+                constraint,
+                msg: v.message,
+                is_error: false,
+            },
+            Decision::Error(e) => Finding {
+                constraint,
+                msg: e.to_string(),
+                is_error: true,
+            },
+        }));
     }
     Ok(out)
 }
