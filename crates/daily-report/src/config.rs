@@ -801,12 +801,21 @@ mod tests {
     }
 
     #[test]
+    fn k8s_native_validation_turns_cel_off_and_must_be_a_boolean() {
+        let off = Config::from_yaml(&format!("{MINIMAL}k8sNativeValidation: false\n")).unwrap();
+        assert!(!off.k8s_native_validation);
+        let error = error_of(&format!("{MINIMAL}k8sNativeValidation: sometimes\n"));
+        assert!(error.contains("k8sNativeValidation"), "{error}");
+    }
+
+    #[test]
     fn minimal_config_gets_the_documented_defaults() {
         let config = Config::from_yaml(MINIMAL).unwrap();
         assert_eq!(config.workload_kinds, WorkloadKind::DEFAULT);
         assert_eq!(config.max_names_per_rule, 10);
         assert!(!config.post_when_clean);
         assert_eq!(config.engine, EngineKind::Embedded);
+        assert!(config.k8s_native_validation, "CEL on, as gator's default");
         assert_eq!(config.audit.fresh_after, Duration::from_secs(600));
         assert_eq!(
             config.audit.tolerance,
