@@ -61,6 +61,99 @@ fn real_gator_reports_like_the_embedded_engine_alone_and_in_both_mode() {
     }
 }
 
+/// The demo snapshot plus two CEL templates with a Constraint each on Deployments: the
+/// dual-engine `celreplicas` (violations) and the CEL-only `celonly`, whose expression reads
+/// `object.spec.containers`, absent from a Deployment (an evaluation error on every one).
+fn demo_with_cel_templates(dir: &Path) -> PathBuf {
+    let cluster = dir.join("cluster");
+    std::fs::create_dir_all(&cluster).unwrap();
+    copy_dir(&demo_cluster(), &cluster);
+    for (fixture, file) in [
+        ("celreplicas/template.yaml", "k8scelreplicalimits.yaml"),
+        ("celonly/template.yaml", "k8simagetagged.yaml"),
+    ] {
+        let template = root().join("fixtures/gatekeeper").join(fixture);
+        std::fs::copy(template, cluster.join("templates").join(file)).unwrap();
+    }
+    let deployments =
+        "  match:\n    kinds:\n      - apiGroups: [\"apps\"]\n        kinds: [\"Deployment\"]\n";
+    std::fs::write(
+        cluster.join("constraints-cel.yaml"),
+        format!(
+            "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sCelReplicaLimits\nmetadata:\n  name: two-to-five\nspec:\n{deployments}  parameters:\n    min: 2\n    max: 5\n---\napiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sImageTagged\nmetadata:\n  name: tagged\nspec:\n{deployments}"
+        ),
+    )
+    .unwrap();
+    cluster
+}
+
+#[test]
+fn real_gator_reports_cel_templates_like_the_embedded_engine() {
+    let Some(gator) = require(
+        Tool::Gator,
+        "real_gator_reports_cel_templates_like_the_embedded_engine",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = demo_with_cel_templates(dir.path());
+    let config = write_config(dir.path(), "config.yaml", None, "");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "constraintKinds:\n",
+        "constraintKinds:\n  - K8sCelReplicaLimits\n  - K8sImageTagged\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let snapshot = ["--snapshot", cluster.to_str().unwrap()];
+    let binary = gator.bin("gator");
+    let embedded_out = dir.path().join("embedded");
+    dry_run(&config, &snapshot, &embedded_out, &[]).expect_code(0);
+    let mut expected = normalized_out(&embedded_out);
+    // 12 Deployments: three outside 2..=5 (violations), every one an evaluation error of the
+    // CEL-only template (a policy error, not a violation).
+    let run_line = expected["loki.json"]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["values"].as_array().unwrap())
+        .map(|pair| &pair[1])
+        .find(|line| line["type"] == "run")
+        .unwrap();
+    assert_eq!(run_line["errors"], 12, "{run_line}");
+    assert_eq!(
+        run_line["auditCheck"]["K8sImageTagged"], "skipped",
+        "{run_line}"
+    );
+    for engine in ["both", "gator"] {
+        let out = dir.path().join(engine);
+        let work = dir.path().join(format!("work-{engine}"));
+        let outcome = dry_run(
+            &config,
+            &snapshot,
+            &out,
+            &[
+                "--engine",
+                engine,
+                "--gator",
+                binary.to_str().unwrap(),
+                "--work",
+                work.to_str().unwrap(),
+            ],
+        );
+        outcome.expect_code(0);
+        if engine == "both" {
+            assert!(
+                outcome
+                    .stderr
+                    .contains("engines agree: embedded and gator gave the same results"),
+                "{}",
+                outcome.stderr
+            );
+        }
+        set_engine(&mut expected, engine);
+        assert_eq!(normalized_out(&out), expected, "engine {engine}");
+    }
+}
+
 /// The `engine` a normalized `--out` names in `run.json` and in the Loki run line.
 fn set_engine(out: &mut std::collections::BTreeMap<String, Value>, engine: &str) {
     out.get_mut("run.json").unwrap()["engine"] = json!(engine);
