@@ -421,7 +421,11 @@ impl Evaluator {
     ) -> Result<BTreeSet<(String, String)>, Failure> {
         let deadline = self.deadline;
         let Some(engine) = self.engines[template_index].as_mut() else {
-            return Ok(BTreeSet::new());
+            // CEL templates never get here (`evaluate_kind` sends them to `celreview`); should
+            // one, it is an error result, never a silent pass.
+            return Err(Failure::Error(
+                "internal error: the template has no Rego to evaluate".to_string(),
+            ));
         };
         if let Some(deadline) = deadline {
             let remaining = deadline.saturating_duration_since(Instant::now());
