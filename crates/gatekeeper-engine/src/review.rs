@@ -216,8 +216,9 @@ impl PolicySet {
 pub struct ReviewStats {
     /// Constraint reviews: (object × matching constraint).
     pub reviews: usize,
-    /// Rego evaluations actually run: constraints of one template with equal parameters share
-    /// one evaluation per object, so this is at most `reviews`.
+    /// Evaluations actually run: constraints of one Rego template with equal parameters share
+    /// one evaluation per object, so this is at most `reviews` (a CEL template is evaluated
+    /// once per constraint: its code may read the whole constraint).
     pub evaluations: usize,
 }
 
