@@ -1213,3 +1213,95 @@ fn mutators_beside_expansion_templates_are_told_to_the_default_team() {
         "{problems:?}"
     );
 }
+
+/// The demo snapshot plus the dual-engine `celreplicas` fixture template and a Constraint of
+/// it, and the demo config reporting on that kind too.
+fn demo_with_cel_template(dir: &Path, extra_config: &str) -> (PathBuf, PathBuf) {
+    let cluster = dir.join("cluster");
+    std::fs::create_dir_all(cluster.join("templates")).unwrap();
+    for file in ["constraints.yaml", "namespaces.yaml", "workloads.yaml"] {
+        std::fs::copy(demo_dir().join("cluster").join(file), cluster.join(file)).unwrap();
+    }
+    for entry in std::fs::read_dir(demo_dir().join("cluster/templates")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(
+            &path,
+            cluster.join("templates").join(path.file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    std::fs::copy(
+        root().join("fixtures/gatekeeper/celreplicas/template.yaml"),
+        cluster.join("templates/k8scelreplicalimits.yaml"),
+    )
+    .unwrap();
+    std::fs::write(
+        cluster.join("constraints-cel.yaml"),
+        "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sCelReplicaLimits\nmetadata:\n  name: two-to-five\nspec:\n  match:\n    kinds:\n      - apiGroups: [\"apps\"]\n        kinds: [\"Deployment\"]\n  parameters:\n    min: 2\n    max: 5\n",
+    )
+    .unwrap();
+    let config = write_config(dir, None, extra_config);
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "constraintKinds:\n",
+        "constraintKinds:\n  - K8sCelReplicaLimits\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    (config, cluster)
+}
+
+/// The `violation` lines of the Loki body `--out` wrote for `rule`, as (namespace, name, message).
+fn violations_of(out: &Path, rule: &str) -> Vec<(String, String, String)> {
+    let loki: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("loki.json")).unwrap()).unwrap();
+    let mut found: Vec<(String, String, String)> = loki["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["stream"]["type"] == "violation")
+        .flat_map(|s| s["values"].as_array().unwrap().iter())
+        .map(|pair| serde_json::from_str::<Value>(pair[1].as_str().unwrap()).unwrap())
+        .filter(|line| line["rule"] == rule)
+        .map(|line| {
+            let text = |k: &str| line[k].as_str().unwrap_or_default().to_string();
+            (text("namespace"), text("name"), text("message"))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn run_reports_a_dual_engine_template_by_its_cel_and_by_its_rego_alike() {
+    let slack = SlackServer::start();
+    let mut reported = Vec::new();
+    for extra in ["", "k8sNativeValidation: false\n"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, cluster) = demo_with_cel_template(dir.path(), extra);
+        let out = dir.path().join("out");
+        let outcome = run(
+            &[
+                "run",
+                "--config",
+                config.to_str().unwrap(),
+                "--snapshot",
+                cluster.to_str().unwrap(),
+                "--dry-run",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &hooks(&slack, &TEAMS),
+        );
+        assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+        reported.push(violations_of(&out, "K8sCelReplicaLimits"));
+    }
+    // The demo's Deployments with 1 and 12 replicas are outside 2..=5.
+    assert_eq!(reported[0].len(), 3, "{:?}", reported[0]);
+    assert!(
+        reported[0]
+            .iter()
+            .any(|(_, _, msg)| msg == "replicas must be between 2 and 5, not 12"),
+        "{:?}",
+        reported[0]
+    );
+    assert_eq!(reported[0], reported[1], "CEL (left) and Rego (right)");
+}

@@ -193,6 +193,10 @@ pub struct Config {
     pub engine: EngineKind,
     /// The `gator` section (pin and/or local binary), when configured; its pin is valid.
     pub gator: Option<GatorConfig>,
+    /// `k8sNativeValidation` (default true, gator's default): templates with CEL code are
+    /// evaluated by their CEL, by the embedded engine and (unless `gator.k8sNativeValidation`
+    /// says otherwise) by gator.
+    pub k8s_native_validation: bool,
     /// Audit cross-check settings.
     pub audit: AuditConfig,
     /// Message categories per rule.
@@ -222,6 +226,7 @@ struct RawConfig {
     loki: Option<RawLoki>,
     engine: Option<EngineKind>,
     gator: Option<GatorConfig>,
+    k8s_native_validation: Option<bool>,
     audit: Option<RawAudit>,
     categories: Option<BTreeMap<String, Vec<RawCategory>>>,
     timeouts: Option<RawTimeouts>,
@@ -672,6 +677,7 @@ impl Config {
             loki: loki(raw.loki)?,
             engine: raw.engine.unwrap_or_default(),
             gator,
+            k8s_native_validation: raw.k8s_native_validation.unwrap_or(true),
             audit: audit(raw.audit.unwrap_or_default())?,
             categories: categories(raw.categories.unwrap_or_default(), &kinds)?,
             timeouts: timeouts(raw.timeouts.unwrap_or_default())?,
@@ -923,12 +929,21 @@ mod tests {
     }
 
     #[test]
+    fn k8s_native_validation_turns_cel_off_and_must_be_a_boolean() {
+        let off = Config::from_yaml(&format!("{MINIMAL}k8sNativeValidation: false\n")).unwrap();
+        assert!(!off.k8s_native_validation);
+        let error = error_of(&format!("{MINIMAL}k8sNativeValidation: sometimes\n"));
+        assert!(error.contains("k8sNativeValidation"), "{error}");
+    }
+
+    #[test]
     fn minimal_config_gets_the_documented_defaults() {
         let config = Config::from_yaml(MINIMAL).unwrap();
         assert_eq!(config.workload_kinds, WorkloadKind::DEFAULT);
         assert_eq!(config.max_names_per_rule, 10);
         assert!(!config.post_when_clean);
         assert_eq!(config.engine, EngineKind::Embedded);
+        assert!(config.k8s_native_validation, "CEL on, as gator's default");
         assert_eq!(config.audit.fresh_after, Duration::from_secs(600));
         assert_eq!(
             config.audit.tolerance,

@@ -673,7 +673,8 @@ pub(crate) mod tests {
         let text = r#"[
             {"msg": "v", "metadata": {"details": {}}, "constraint": {"kind": "K", "metadata": {"name": "c"}}},
             {"msg": "e", "metadata": {"details": null}, "constraint": {"kind": "K", "metadata": {"name": "c"}}},
-            {"msg": "unable to match constraints", "constraint": {"kind": "K", "metadata": {"name": "c"}}}
+            {"msg": "expression 'object.x' resulted in error: no such key: x", "constraint": {"kind": "K", "metadata": {"name": "c"}}},
+            {"msg": "too many replicas", "constraint": {"kind": "K", "metadata": {"name": "c"}}}
         ]"#;
         let kinds: Vec<FindingKind> = gator_runner::run::parse_results(text)
             .unwrap()
@@ -685,7 +686,9 @@ pub(crate) mod tests {
             [
                 FindingKind::Violation,
                 FindingKind::PolicyError,
-                FindingKind::PolicyError
+                // A CEL template's results carry no metadata: the text tells an error.
+                FindingKind::PolicyError,
+                FindingKind::Violation
             ]
         );
     }

@@ -254,7 +254,7 @@ pub fn run_live(
 }
 
 /// The engine settings of this run: the config's `gator` section with `--gator PATH` over its
-/// `path`, the work dir, and `timeouts.engine` as gator's limit.
+/// `path`, the work dir, `timeouts.engine` as gator's limit, and `k8sNativeValidation`.
 fn engine_config(
     config: &Config,
     engine: EngineKind,
@@ -271,6 +271,7 @@ fn engine_config(
         work.path().map(Path::to_path_buf).unwrap_or_default(),
     );
     engine_config.timeout = config.timeouts.engine;
+    engine_config.engine_options.k8s_native_validation = config.k8s_native_validation;
     engine_config
 }
 
