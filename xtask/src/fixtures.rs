@@ -1,7 +1,7 @@
 //! `cargo xtask fixtures`: regenerates committed fixtures from their sources; `--check` regenerates
 //! into memory and fails when a committed file differs ("run `cargo xtask fixtures` and commit").
 //!
-//! Sources: `../shared/conformance` (copied to `fixtures/conformance/` when `../shared` is
+//! Sources: `../shared/conformance` (its cases copied to `fixtures/conformance/` when `../shared` is
 //! present; on a machine without it, the committed copy is used as is), `fixtures/cluster-src`
 //! (see `fixtures_cluster`), and the `fixtures/gatekeeper` templates the demo cluster uses
 //! (copied into `fixtures/demo/cluster/templates/`, so the demo runs the tested templates).
@@ -29,8 +29,9 @@ fn generate() -> Result<Vec<Generated>> {
 
 /// The demo cluster's templates: (file under `fixtures/demo/cluster/templates/`, suite under
 /// `fixtures/gatekeeper/` whose `template.yaml` it copies).
-const DEMO_TEMPLATES: [(&str, &str); 3] = [
+const DEMO_TEMPLATES: [(&str, &str); 4] = [
     ("k8scontainerlimits.yaml", "containerlimits"),
+    ("k8spodrunasnonroot.yaml", "podexpansion"),
     ("k8sreplicalimits.yaml", "replicalimits"),
     ("k8srequiredlabels.yaml", "requiredlabels"),
 ];
@@ -86,7 +87,8 @@ pub(crate) fn check() -> Result<()> {
     Ok(())
 }
 
-/// `../shared/conformance/**` → `fixtures/conformance/**`, when `../shared` exists.
+/// `../shared/conformance/**` → `fixtures/conformance/**` (the cases; each set's README is
+/// ours), when `../shared` exists.
 fn conformance_copy() -> Result<Vec<Generated>> {
     let source = util::root().join("../shared/conformance");
     if !source.is_dir() {
@@ -111,6 +113,10 @@ fn copy_tree(from: &Path, to: &Path, out: &mut Vec<Generated>) -> Result<()> {
         let target = to.join(entry.file_name());
         if path.is_dir() {
             copy_tree(&path, &target, out)?;
+        } else if entry.file_name() == "README.md" {
+            // The case format is documented in the repository's own words (it must not point
+            // at documents outside it), so the README is ours, not a copy.
+            continue;
         } else {
             let contents = std::fs::read(&path)
                 .with_context(|| format!("failed to read {}", path.display()))?;

@@ -1,14 +1,17 @@
-//! Project automation, run as `cargo xtask <command>`.
+//! Project automation, run as `cargo xtask <command>`. xtask orchestrates: it runs cargo and
+//! the project's tools and holds no check a test could hold, so `cargo test --workspace` runs
+//! every test, and xtask stays light (no Kubernetes client, no Rego engine).
 //!
-//! - `test`: the one test command (format, lints, tidy, fixtures freshness, every test).
+//! - `test`: the one test command — format, tidy, fixtures freshness, clippy, every test (the
+//!   chart, parity and live-OPA tests of `crates/system-tests` included), doctests and the
+//!   verify suites; before the tests and at the end the line naming the real-server checks that
+//!   cannot run here.
 //! - `fixtures [--check]`: regenerate committed fixtures (or fail when they are stale).
 //! - `bench <name>`: run a release-mode benchmark and report wall time and peak RSS.
-//! - `parity [--gator PATH]`: the engine on fixtures' objects versus on their projection (and the
-//!   real gator from the tools tarball by default).
-//! - `opa-diff [--record]`: the embedded engine against real OPA on a Rego corpus (also part
-//!   of `test` when `python3` is available).
-//! - `chart`: render `charts/workload-report` with real Helm and check it, also against a real
-//!   kube-apiserver and Loki (also part of `test`).
+//! - `chart`: the chart tests (`system-tests`' `chart_*`).
+//! - `parity [--gator PATH]`: fixtures freshness, then the parity tests (with the gator at PATH).
+//! - `opa-diff [--record]`: the live-OPA test (`--record` rewrites OPA's recorded answers).
+//! - `tidy`: repository conventions.
 //!
 //! The real servers (kube-apiserver + etcd, Loki, gator) come from `$REAL_SERVERS_DIR` or
 //! `../shared/tools` (see `test_support::real`); `test` says loudly which checks did not run
@@ -16,20 +19,19 @@
 
 mod bench;
 mod bench_jobcheck;
-mod chart;
-mod chart_live;
-mod chart_queries;
-mod chart_rbac;
 mod fixtures;
 mod fixtures_cluster;
-mod opa_diff;
-mod parity;
 mod tidy;
 mod util;
 
 use std::process::ExitCode;
 
 use anyhow::{Result, bail};
+
+/// The test crate that holds the checks across crates.
+const SYSTEM_TESTS: &str = "system-tests";
+/// Its chart tests.
+const CHART_TESTS: [&str; 3] = ["chart_render", "chart_binary", "chart_live"];
 
 fn main() -> ExitCode {
     match run(std::env::args().skip(1).collect()) {
@@ -47,13 +49,17 @@ fn run(args: Vec<String>) -> Result<()> {
         ["test"] => test(),
         ["fixtures"] => fixtures::regenerate(),
         ["fixtures", "--check"] => fixtures::check(),
-        ["parity", rest @ ..] => parity::run(rest),
         ["bench", name, rest @ ..] => bench::run(name, rest),
         [bench::MEASURE, name, program, rest @ ..] => bench::measure(name, program, rest),
         [bench_jobcheck::MEASURE, jobcheck, corpus] => bench_jobcheck::measure(jobcheck, corpus),
         ["tidy"] => tidy::check(),
-        ["chart"] => chart::test(),
-        ["opa-diff", rest @ ..] => opa_diff::run(rest),
+        ["chart"] => util::tests(SYSTEM_TESTS, &CHART_TESTS, &[]),
+        ["parity"] => parity(&[]),
+        ["parity", "--gator", path] => parity(&[("GATOR_BIN", path)]),
+        ["opa-diff"] => util::tests(SYSTEM_TESTS, &["opa_live"], &[]),
+        ["opa-diff", "--record"] => {
+            util::tests(SYSTEM_TESTS, &["opa_live"], &[("OPA_DIFF_RECORD", "1")])
+        }
         _ => bail!(
             "usage: cargo xtask test | fixtures [--check] | bench <{}> | tidy | chart | parity [--gator PATH] | opa-diff [--record]",
             bench::NAMES.join("|")
@@ -63,10 +69,10 @@ fn run(args: Vec<String>) -> Result<()> {
 
 /// The whole suite, in the order that fails fastest.
 fn test() -> Result<()> {
-    let missing = real_servers_missing()?;
     util::cargo(&["fmt", "--all", "--check"])?;
     tidy::check()?;
     fixtures::check()?;
+    let missing = real_servers_missing()?;
     util::cargo(&[
         "clippy",
         "--workspace",
@@ -76,23 +82,12 @@ fn test() -> Result<()> {
         "-D",
         "warnings",
     ])?;
-    if util::has_nextest() {
-        util::cargo(&[
-            "nextest",
-            "run",
-            "--workspace",
-            "--locked",
-            "--no-fail-fast",
-        ])?;
-    } else {
-        util::cargo(&["test", "--workspace", "--locked", "--no-fail-fast"])?;
-    }
+    util::tests_of_workspace()?;
     util::cargo(&["test", "--workspace", "--locked", "--doc"])?;
     // admission-core is a library others embed: its docs must build without a broken link.
-    util::run(
-        std::process::Command::new(util::cargo_bin())
-            .args(["doc", "--no-deps", "--locked", "-p", "admission-core"])
-            .env("RUSTDOCFLAGS", "-D warnings"),
+    util::cargo_with_env(
+        &["doc", "--no-deps", "--locked", "-p", "admission-core"],
+        &[("RUSTDOCFLAGS", "-D warnings")],
     )?;
     // The gatekeeper fixtures' gator-verify suites, through the embedded engine (fails on FAIL).
     util::cargo(&[
@@ -105,34 +100,40 @@ fn test() -> Result<()> {
         "verify",
         "fixtures/gatekeeper/...",
     ])?;
-    chart::test()?;
-    parity::run(&[])?;
-    if opa_diff::available() {
-        opa_diff::run(&[])?;
-    } else {
-        eprintln!("opa-diff: skipped (no python3 to run the OPA reference)");
-    }
     if let Some(line) = missing {
         eprintln!("{line}");
     }
     Ok(())
 }
 
-/// The loud line naming the real-server checks that will not run (printed first and again at
-/// the end), or an error under `CI=true`, where every one of them must run.
+/// Parity on fresh fixtures: the committed fixtures are what its scenarios read.
+fn parity(env: &[(&str, &str)]) -> Result<()> {
+    fixtures::check()?;
+    util::tests(SYSTEM_TESTS, &["parity"], env)
+}
+
+/// The loud line naming the real-server checks that will not run (printed now and again at the
+/// end, since the test runner hides the output of passing tests), or an error under `CI=true`,
+/// where every one of them must run. test-support knows where the servers are; xtask asks it.
 fn real_servers_missing() -> Result<Option<String>> {
-    use test_support::real::tools;
-    let missing = tools::missing();
-    if missing.is_empty() {
-        return Ok(None);
-    }
-    let line = tools::skip_line(
+    let (ok, line) = util::cargo_stdout(&[
+        "run",
+        "-q",
+        "--locked",
+        "-p",
+        "test-support",
+        "--bin",
+        "real-servers-missing",
+        "--",
         "the real-server tests (`real_*` in cluster-projection, report-sinks, gator-runner and \
-         workload-report; the chart's RBAC and dashboard checks; parity's gator)",
-        &missing,
-    );
-    if tools::in_ci() {
+         workload-report; system-tests' chart_live and gator parity)",
+    ])?;
+    let line = line.trim().to_string();
+    if !ok {
         bail!("{line}");
+    }
+    if line.is_empty() {
+        return Ok(None);
     }
     eprintln!("{line}");
     Ok(Some(line))

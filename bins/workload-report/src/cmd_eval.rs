@@ -42,6 +42,24 @@ pub(crate) struct EvalArgs {
     /// Attach Namespaces the way Gatekeeper audit does instead of the way `gator test` does.
     #[arg(long)]
     audit_namespaces: bool,
+    #[command(flatten)]
+    cel: CelFlag,
+}
+
+/// gator's `--enable-k8s-native-validation[=BOOL]`, for `eval` and `verify`.
+#[derive(Debug, clap::Args)]
+pub(crate) struct CelFlag {
+    /// Evaluate templates that have CEL (`K8sNativeValidation`) code by their CEL, like gator's
+    /// flag of the same name (default true); `=false` evaluates their Rego.
+    #[arg(
+        long = "enable-k8s-native-validation",
+        action = clap::ArgAction::Set,
+        num_args = 0..=1,
+        require_equals = true,
+        default_value_t = true,
+        default_missing_value = "true"
+    )]
+    pub(crate) enable_k8s_native_validation: bool,
 }
 
 /// Runs `workload-report eval`.
@@ -59,6 +77,7 @@ pub(crate) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
         } else {
             NamespaceMode::GatorTest
         },
+        k8s_native_validation: args.cel.enable_k8s_native_validation,
         ..EngineOptions::default()
     };
     let engine = Engine::new(objects, options)

@@ -17,6 +17,8 @@ pub(crate) struct VerifyArgs {
     /// Let Suites name files outside their own directory (absolute paths, `..`, symlinks out).
     #[arg(long)]
     allow_outside_suite: bool,
+    #[command(flatten)]
+    cel: crate::cmd_eval::CelFlag,
 }
 
 /// Runs `workload-report verify`.
@@ -24,6 +26,7 @@ pub(crate) fn run(args: VerifyArgs) -> anyhow::Result<ExitCode> {
     let options = gatekeeper_engine::verify::VerifyOptions {
         filter: args.run,
         allow_outside_suite: args.allow_outside_suite,
+        k8s_native_validation: args.cel.enable_k8s_native_validation,
     };
     let outcome = gatekeeper_engine::verify::run(&args.paths, &options)?;
     crate::stdio::print(&outcome.output)?;

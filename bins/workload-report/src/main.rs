@@ -5,6 +5,7 @@
 //! only parses the command line and maps the outcome to an exit code.
 
 mod cmd_eval;
+mod cmd_explain;
 mod cmd_routes;
 mod cmd_run;
 mod cmd_verify;
@@ -32,6 +33,8 @@ enum Command {
     Run(cmd_run::RunArgs),
     /// Explain which team owns each namespace.
     Routes(cmd_routes::RoutesArgs),
+    /// Explain which workload kinds each rule can see: directly or through ExpansionTemplates.
+    Explain(cmd_explain::ExplainArgs),
     /// Review objects against templates and constraints, like `gator test`.
     Eval(cmd_eval::EvalArgs),
     /// Run gator verify Suite files against the embedded engine, like `gator verify`.
@@ -54,6 +57,7 @@ fn main() -> ExitCode {
     let outcome = match cli.command {
         Command::Run(args) => cmd_run::run(args),
         Command::Routes(args) => cmd_routes::run(args),
+        Command::Explain(args) => cmd_explain::run(args),
         Command::Eval(args) => cmd_eval::run(args),
         Command::Verify(args) => cmd_verify::run(args),
     };

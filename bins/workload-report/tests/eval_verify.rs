@@ -142,6 +142,66 @@ fn verify_passes_over_the_fixtures() {
     insta::assert_snapshot!("verify_fixtures", without_durations(&stdout(&output)));
 }
 
+const CEL_OFF: &str = "--enable-k8s-native-validation=false";
+
+#[test]
+fn verify_with_cel_off_runs_the_rego_of_dual_templates_and_refuses_cel_only_ones() {
+    for dual in ["celreplicas", "celallowedrepos"] {
+        let suite = format!("fixtures/gatekeeper/{dual}/suite.yaml");
+        for flags in [&["--enable-k8s-native-validation"][..], &[CEL_OFF]] {
+            let mut args = vec!["verify"];
+            args.extend(flags);
+            args.push(&suite);
+            let output = run(&args);
+            assert_eq!(
+                output.status.code(),
+                Some(0),
+                "{flags:?} {}",
+                stdout(&output)
+            );
+        }
+    }
+    let output = run(&["verify", CEL_OFF, "fixtures/gatekeeper/celonly/suite.yaml"]);
+    assert_eq!(output.status.code(), Some(1));
+    let text = stdout(&output);
+    assert!(
+        text.contains(
+            "adding template: adding template \"k8simagetagged\": no language driver is installed \
+             that handles this constraint template"
+        ),
+        "{text}"
+    );
+}
+
+#[test]
+fn eval_picks_the_cel_or_the_rego_of_a_dual_template_and_prints_cel_results_like_gator() {
+    let dir = "fixtures/gatekeeper/celreplicas";
+    let files = [
+        format!("{dir}/template.yaml"),
+        format!("{dir}/constraint.yaml"),
+        format!("{dir}/disallowed.yaml"),
+    ];
+    let mut args = vec!["eval", "-o", "json"];
+    for file in &files {
+        args.extend(["-f", file.as_str()]);
+    }
+    let with_cel = run(&args);
+    assert_eq!(with_cel.status.code(), Some(1), "{}", stderr(&with_cel));
+    let with_cel: serde_json::Value = serde_json::from_str(&stdout(&with_cel)).unwrap();
+    args.push(CEL_OFF);
+    let with_rego = run(&args);
+    assert_eq!(with_rego.status.code(), Some(1), "{}", stderr(&with_rego));
+    let with_rego: serde_json::Value = serde_json::from_str(&stdout(&with_rego)).unwrap();
+    // The same violation; gator prints `metadata` for the Rego result only.
+    assert_eq!(
+        with_cel[0]["msg"],
+        "replicas must be between 2 and 5, not 7"
+    );
+    assert_eq!(with_cel[0]["msg"], with_rego[0]["msg"]);
+    assert!(with_cel[0].get("metadata").is_none(), "{with_cel}");
+    assert_eq!(with_rego[0]["metadata"], serde_json::json!({"details": {}}));
+}
+
 #[test]
 fn verify_without_recursion_reads_only_the_directory() {
     let output = run(&["verify", "fixtures/gatekeeper"]);
@@ -252,13 +312,14 @@ fn verify_fails_unsupported_features_naming_them() {
     let text = stdout(&output);
     assert!(
         text.contains(
-            "adding template \"k8simagetagged\": unsupported engine: the template has only \
-             K8sNativeValidation code"
+            "adding template \"k8snonemptylabels\": unsupported: validations[0].expression: \
+             two-variable comprehension 'all' is not supported by the embedded CEL engine \
+             (in \"template.yaml\")"
         ),
         "{text}"
     );
     assert!(
-        text.contains("FAIL\tfixtures/gatekeeper-unsupported/celonly/suite.yaml"),
+        text.contains("FAIL\tfixtures/gatekeeper-unsupported/celtwovariable/suite.yaml"),
         "{text}"
     );
 }

@@ -1,7 +1,8 @@
 //! The real gator (`test-support::real`) as the reference: `run --engine both` and `--engine
 //! gator` on the demo cluster give the embedded engine's report, and every `gator verify` suite
 //! under `fixtures/gatekeeper/` (found anew on every run) passes under the real `gator verify` as
-//! it does under ours, so a fixture that encodes a misreading of Gatekeeper fails here.
+//! it does under ours, so a fixture that encodes a misreading of Gatekeeper fails here: with CEL
+//! on (both defaults), and again with CEL off for suites whose templates carry CEL and Rego.
 
 mod real_common;
 
@@ -60,6 +61,99 @@ fn real_gator_reports_like_the_embedded_engine_alone_and_in_both_mode() {
     }
 }
 
+/// The demo snapshot plus two CEL templates with a Constraint each on Deployments: the
+/// dual-engine `celreplicas` (violations) and the CEL-only `celonly`, whose expression reads
+/// `object.spec.containers`, absent from a Deployment (an evaluation error on every one).
+fn demo_with_cel_templates(dir: &Path) -> PathBuf {
+    let cluster = dir.join("cluster");
+    std::fs::create_dir_all(&cluster).unwrap();
+    copy_dir(&demo_cluster(), &cluster);
+    for (fixture, file) in [
+        ("celreplicas/template.yaml", "k8scelreplicalimits.yaml"),
+        ("celonly/template.yaml", "k8simagetagged.yaml"),
+    ] {
+        let template = root().join("fixtures/gatekeeper").join(fixture);
+        std::fs::copy(template, cluster.join("templates").join(file)).unwrap();
+    }
+    let deployments =
+        "  match:\n    kinds:\n      - apiGroups: [\"apps\"]\n        kinds: [\"Deployment\"]\n";
+    std::fs::write(
+        cluster.join("constraints-cel.yaml"),
+        format!(
+            "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sCelReplicaLimits\nmetadata:\n  name: two-to-five\nspec:\n{deployments}  parameters:\n    min: 2\n    max: 5\n---\napiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sImageTagged\nmetadata:\n  name: tagged\nspec:\n{deployments}"
+        ),
+    )
+    .unwrap();
+    cluster
+}
+
+#[test]
+fn real_gator_reports_cel_templates_like_the_embedded_engine() {
+    let Some(gator) = require(
+        Tool::Gator,
+        "real_gator_reports_cel_templates_like_the_embedded_engine",
+    ) else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = demo_with_cel_templates(dir.path());
+    let config = write_config(dir.path(), "config.yaml", None, "");
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "constraintKinds:\n",
+        "constraintKinds:\n  - K8sCelReplicaLimits\n  - K8sImageTagged\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    let snapshot = ["--snapshot", cluster.to_str().unwrap()];
+    let binary = gator.bin("gator");
+    let embedded_out = dir.path().join("embedded");
+    dry_run(&config, &snapshot, &embedded_out, &[]).expect_code(0);
+    let mut expected = normalized_out(&embedded_out);
+    // 12 Deployments: three outside 2..=5 (violations), every one an evaluation error of the
+    // CEL-only template (a policy error, not a violation).
+    let run_line = expected["loki.json"]["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["values"].as_array().unwrap())
+        .map(|pair| &pair[1])
+        .find(|line| line["type"] == "run")
+        .unwrap();
+    assert_eq!(run_line["errors"], 12, "{run_line}");
+    assert_eq!(
+        run_line["auditCheck"]["K8sImageTagged"], "skipped",
+        "{run_line}"
+    );
+    for engine in ["both", "gator"] {
+        let out = dir.path().join(engine);
+        let work = dir.path().join(format!("work-{engine}"));
+        let outcome = dry_run(
+            &config,
+            &snapshot,
+            &out,
+            &[
+                "--engine",
+                engine,
+                "--gator",
+                binary.to_str().unwrap(),
+                "--work",
+                work.to_str().unwrap(),
+            ],
+        );
+        outcome.expect_code(0);
+        if engine == "both" {
+            assert!(
+                outcome
+                    .stderr
+                    .contains("engines agree: embedded and gator gave the same results"),
+                "{}",
+                outcome.stderr
+            );
+        }
+        set_engine(&mut expected, engine);
+        assert_eq!(normalized_out(&out), expected, "engine {engine}");
+    }
+}
+
 /// The `engine` a normalized `--out` names in `run.json` and in the Loki run line.
 fn set_engine(out: &mut std::collections::BTreeMap<String, Value>, engine: &str) {
     out.get_mut("run.json").unwrap()["engine"] = json!(engine);
@@ -75,33 +169,35 @@ fn set_engine(out: &mut std::collections::BTreeMap<String, Value>, engine: &str)
     }
 }
 
-/// Whether a template the suite names carries a CEL (`K8sNativeValidation`) block: gator then
-/// evaluates the CEL by default, where the embedded engine evaluates the Rego.
-fn suite_has_cel(suite: &Path) -> bool {
+/// Whether every template the suite names carries both CEL (`K8sNativeValidation`) and Rego
+/// code, so the suite must pass with CEL on and with CEL off.
+fn suite_is_dual_engine(suite: &Path) -> bool {
     let text = std::fs::read_to_string(suite).unwrap();
     let dir = suite.parent().unwrap();
-    text.lines()
+    let mut templates = text
+        .lines()
         .filter_map(|line| line.trim().strip_prefix("template:"))
         .map(|file| dir.join(file.trim().trim_matches('"')))
-        .any(|template| {
-            std::fs::read_to_string(&template)
-                .unwrap_or_else(|e| panic!("{}: {e}", template.display()))
-                .contains("K8sNativeValidation")
+        .peekable();
+    templates.peek().is_some()
+        && templates.all(|template| {
+            let text = std::fs::read_to_string(&template)
+                .unwrap_or_else(|e| panic!("{}: {e}", template.display()));
+            text.contains("engine: K8sNativeValidation") && text.contains("engine: Rego")
         })
 }
 
-/// `gator verify SUITE` (CEL off for suites with CEL templates): success and the output. gator
-/// takes the suite relative to its working directory (it does not open absolute paths).
-fn gator_verify(gator: &Path, suite: &Path) -> (bool, String) {
-    let mut command = Command::new(gator);
-    command
+/// gator's and our flag for CEL off; none for both defaults (CEL on).
+const CEL_OFF: &str = "--enable-k8s-native-validation=false";
+
+/// `gator verify SUITE [FLAGS]`: success and the output. gator takes the suite relative to its
+/// working directory (it does not open absolute paths).
+fn gator_verify(gator: &Path, suite: &Path, flags: &[&str]) -> (bool, String) {
+    let output = Command::new(gator)
         .arg("verify")
         .arg(suite.file_name().unwrap())
-        .current_dir(suite.parent().unwrap());
-    if suite_has_cel(suite) {
-        command.arg("--enable-k8s-native-validation=false");
-    }
-    let output = command
+        .args(flags)
+        .current_dir(suite.parent().unwrap())
         .env_clear()
         .env("HOME", std::env::temp_dir())
         .output()
@@ -116,9 +212,12 @@ fn gator_verify(gator: &Path, suite: &Path) -> (bool, String) {
     )
 }
 
-/// `workload-report verify SUITE`: success and the output.
-fn our_verify(suite: &Path) -> (bool, String) {
-    let outcome = run(&["verify", suite.to_str().unwrap()], &[]);
+/// `workload-report verify [FLAGS] SUITE`: success and the output.
+fn our_verify(suite: &Path, flags: &[&str]) -> (bool, String) {
+    let mut args = vec!["verify"];
+    args.extend(flags);
+    args.push(suite.to_str().unwrap());
+    let outcome = run(&args, &[]);
     (
         outcome.code == 0,
         format!("{}{}", outcome.stdout, outcome.stderr),
@@ -136,14 +235,20 @@ fn real_gator_verify_passes_every_fixture_suite_and_fails_a_misreading() {
     let binary = gator.bin("gator");
     let suites = fixture_suites();
     assert!(suites.len() >= 9, "{suites:?}");
+    let dual: Vec<&PathBuf> = suites.iter().filter(|s| suite_is_dual_engine(s)).collect();
+    assert!(dual.len() >= 6, "{dual:?}");
+    let runs = suites
+        .iter()
+        .map(|suite| (suite, &[][..]))
+        .chain(dual.iter().map(|suite| (*suite, &[CEL_OFF][..])));
     let mut failures = Vec::new();
-    for suite in &suites {
+    for (suite, flags) in runs {
         let name = suite.strip_prefix(root()).unwrap().display().to_string();
-        let (real_ok, real_output) = gator_verify(&binary, suite);
-        let (our_ok, our_output) = our_verify(suite);
+        let (real_ok, real_output) = gator_verify(&binary, suite, flags);
+        let (our_ok, our_output) = our_verify(suite, flags);
         if !real_ok || !our_ok {
             failures.push(format!(
-                "{name}: gator verify {}, workload-report verify {}\n--- gator ---\n{real_output}\n--- ours ---\n{our_output}",
+                "{name} {flags:?}: gator verify {}, workload-report verify {}\n--- gator ---\n{real_output}\n--- ours ---\n{our_output}",
                 if real_ok { "passes" } else { "FAILS" },
                 if our_ok { "passes" } else { "FAILS" },
             ));
@@ -158,13 +263,13 @@ fn real_gator_verify_passes_every_fixture_suite_and_fails_a_misreading() {
     copy_dir(source.parent().unwrap(), copy.path());
     let suite = copy.path().join("suite.yaml");
     std::fs::write(&suite, misread).unwrap();
-    let (real_ok, real_output) = gator_verify(&binary, &suite);
+    let (real_ok, real_output) = gator_verify(&binary, &suite, &[]);
     assert!(
         !real_ok,
         "the real gator passed a wrong expectation:\n{real_output}"
     );
     assert!(real_output.contains("FAIL"), "{real_output}");
-    let (our_ok, our_output) = our_verify(&suite);
+    let (our_ok, our_output) = our_verify(&suite, &[]);
     assert!(
         !our_ok,
         "workload-report verify passed a wrong expectation:\n{our_output}"

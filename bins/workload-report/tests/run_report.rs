@@ -74,6 +74,8 @@ fn scenario_of(objects: Vec<Value>) -> Scenario {
                 continue;
             }
             "Namespace" => "/api/v1/namespaces".to_string(),
+            "Assign" => format!("/apis/{api_version}/assign"),
+            "ExpansionTemplate" => format!("/apis/{api_version}/expansiontemplate"),
             "Deployment" => "/apis/apps/v1/deployments".to_string(),
             "StatefulSet" => "/apis/apps/v1/statefulsets".to_string(),
             other => format!("/apis/{api_version}/{}", other.to_ascii_lowercase()),
@@ -386,7 +388,22 @@ fn live_ok_run_posts_digests_and_pushes_loki() {
     );
     assert!(snapshot.is_file());
     // the saved snapshot replays to the same counts
-    let replay = run(
+    let replayed = replay(&snapshot, &live.slack);
+    assert_eq!(replayed["run"]["status"], "ok");
+    assert_eq!(
+        replayed["digests"]["raster"]["text"]
+            .as_str()
+            .map(|t| t.lines().count()),
+        document["digests"]["raster"]["text"]
+            .as_str()
+            .map(|t| t.lines().count())
+    );
+    assert_eq!(replayed["run"]["auditCheck"], document["run"]["auditCheck"]);
+}
+
+/// A dry run of the demo config over a saved `snapshot`: its `-o json` document.
+fn replay(snapshot: &Path, slack: &SlackServer) -> Value {
+    let outcome = run(
         &[
             "run",
             "--config",
@@ -397,19 +414,10 @@ fn live_ok_run_posts_digests_and_pushes_loki() {
             "-o",
             "json",
         ],
-        &hooks(&live.slack, &TEAMS),
+        &hooks(slack, &TEAMS),
     );
-    let replayed = first_json(&replay.stdout);
-    assert_eq!(replayed["run"]["status"], "ok", "{}", replay.stderr);
-    assert_eq!(
-        replayed["digests"]["raster"]["text"]
-            .as_str()
-            .map(|t| t.lines().count()),
-        document["digests"]["raster"]["text"]
-            .as_str()
-            .map(|t| t.lines().count())
-    );
-    assert_eq!(replayed["run"]["auditCheck"], document["run"]["auditCheck"]);
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    first_json(&outcome.stdout)
 }
 
 /// The first JSON document on stdout (`-o json` prints the document, then the run line).
@@ -1155,4 +1163,239 @@ fn a_live_run_read_a_page_at_a_time_reports_what_its_saved_snapshot_reports() {
         from_live["loki.json"].contains("\"violation\\\""),
         "violations are reported"
     );
+}
+
+#[test]
+fn a_pod_only_rule_flags_workloads_through_their_pods() {
+    let live = Live::start();
+    let snapshot = live.dir.path().join("saved.tar.gz");
+    let outcome = live.run(
+        "",
+        &["--save-snapshot", snapshot.to_str().unwrap(), "-o", "json"],
+        &live.all_hooks(),
+    );
+    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+    let document = first_json(&outcome.stdout);
+    assert_eq!(document["run"]["status"], "ok");
+    // K8sPodRunAsNonRoot matches only Pods: it sees the payments-prod Deployment and
+    // StatefulSet through the demo's ExpansionTemplate (api runs as non-root)
+    let payments = document["digests"]["payments"].to_string();
+    assert!(
+        payments.contains("• *K8sPodRunAsNonRoot*: 2 — `checkout`, `statefulset/ledger`"),
+        "{payments}"
+    );
+    assert!(
+        outcome.stderr.contains("1 expansion templates"),
+        "{}",
+        outcome.stderr
+    );
+    // Gatekeeper's audit counts real Pods: the rule's audit check is skipped, saying why
+    assert_eq!(
+        document["run"]["auditCheck"]["K8sPodRunAsNonRoot"],
+        "skipped"
+    );
+    assert!(
+        outcome.stderr.contains(
+            "audit check K8sPodRunAsNonRoot: skipped (its findings come through ExpansionTemplates, \
+             and Gatekeeper's audit reviews real Pods, not expansions)"
+        ),
+        "{}",
+        outcome.stderr
+    );
+    assert!(
+        document["problems"].is_null(),
+        "no warning: the rule is covered"
+    );
+    // the saved snapshot holds the ExpansionTemplate: the replay finds the same
+    let replayed = replay(&snapshot, &live.slack);
+    // The two runs read their history from different places; the findings are what must agree.
+    let findings = |text: &serde_json::Value| {
+        text.as_str()
+            .unwrap_or_default()
+            .replace(" Change unknown (history unavailable).", "")
+            .replace(" Change unknown (first run).", "")
+    };
+    assert_eq!(
+        findings(&replayed["digests"]["payments"]["text"]),
+        findings(&document["digests"]["payments"]["text"])
+    );
+}
+
+/// Copies the demo cluster into `to`, leaving out the files named `skip`.
+fn copy_demo_cluster(to: &Path, skip: &str) {
+    let mut dirs = vec![(demo_dir().join("cluster"), to.to_path_buf())];
+    while let Some((from, to)) = dirs.pop() {
+        std::fs::create_dir_all(&to).unwrap();
+        for entry in std::fs::read_dir(&from).unwrap() {
+            let entry = entry.unwrap();
+            if entry.path().is_dir() {
+                dirs.push((entry.path(), to.join(entry.file_name())));
+            } else if entry.file_name() != skip {
+                std::fs::copy(entry.path(), to.join(entry.file_name())).unwrap();
+            }
+        }
+    }
+}
+
+#[test]
+fn a_rule_that_cannot_flag_a_workload_is_told_to_the_default_team() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster");
+    copy_demo_cluster(&cluster, "expansion.yaml");
+    let (loki, slack) = (LokiServer::start(), SlackServer::start());
+    let outcome = snapshot_run(dir.path(), &loki, &slack, cluster.to_str().unwrap(), &[]);
+    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+    assert_eq!(
+        outcome.run_line()["status"],
+        "ok",
+        "a warning keeps the run ok"
+    );
+    let warning = "K8sPodRunAsNonRoot matches only Pod; no ExpansionTemplate covers Deployment, \
+                   StatefulSet: this rule cannot flag a workload";
+    let problems = slack.posts("infra");
+    assert!(problems.iter().any(|p| p.contains(warning)), "{problems:?}");
+    assert!(
+        outcome.stderr.contains(&format!("warning: {warning}")),
+        "{}",
+        outcome.stderr
+    );
+}
+
+#[test]
+fn explain_says_how_each_rule_sees_the_workloads() {
+    let outcome = run(
+        &[
+            "explain",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--snapshot",
+            "fixtures/demo/cluster",
+        ],
+        &[],
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert!(
+        outcome.stdout.contains(
+            "  Deployment: through ExpansionTemplate expand-deployments-statefulsets (as Pod)"
+        ),
+        "{}",
+        outcome.stdout
+    );
+}
+
+#[test]
+fn mutators_beside_expansion_templates_are_told_to_the_default_team() {
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster");
+    copy_demo_cluster(&cluster, "-");
+    std::fs::write(
+        cluster.join("mutators.yaml"),
+        "apiVersion: mutations.gatekeeper.sh/v1\nkind: Assign\nmetadata:\n  name: pods-non-root\n\
+         spec:\n  applyTo: [{groups: [''], kinds: [Pod], versions: [v1]}]\n  location: \
+         spec.securityContext.runAsNonRoot\n  parameters: {assign: {value: true}}\n",
+    )
+    .unwrap();
+    let (loki, slack) = (LokiServer::start(), SlackServer::start());
+    let outcome = snapshot_run(dir.path(), &loki, &slack, cluster.to_str().unwrap(), &[]);
+    assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+    assert_eq!(outcome.run_line()["status"], "ok");
+    let problems = slack.posts("infra");
+    assert!(
+        problems.iter().any(|p| p.contains(
+            "the cluster has 1 Gatekeeper mutator (Assign pods-non-root): Gatekeeper applies them"
+        )),
+        "{problems:?}"
+    );
+}
+
+/// The demo snapshot plus the dual-engine `celreplicas` fixture template and a Constraint of
+/// it, and the demo config reporting on that kind too.
+fn demo_with_cel_template(dir: &Path, extra_config: &str) -> (PathBuf, PathBuf) {
+    let cluster = dir.join("cluster");
+    std::fs::create_dir_all(cluster.join("templates")).unwrap();
+    for file in ["constraints.yaml", "namespaces.yaml", "workloads.yaml"] {
+        std::fs::copy(demo_dir().join("cluster").join(file), cluster.join(file)).unwrap();
+    }
+    for entry in std::fs::read_dir(demo_dir().join("cluster/templates")).unwrap() {
+        let path = entry.unwrap().path();
+        std::fs::copy(
+            &path,
+            cluster.join("templates").join(path.file_name().unwrap()),
+        )
+        .unwrap();
+    }
+    std::fs::copy(
+        root().join("fixtures/gatekeeper/celreplicas/template.yaml"),
+        cluster.join("templates/k8scelreplicalimits.yaml"),
+    )
+    .unwrap();
+    std::fs::write(
+        cluster.join("constraints-cel.yaml"),
+        "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sCelReplicaLimits\nmetadata:\n  name: two-to-five\nspec:\n  match:\n    kinds:\n      - apiGroups: [\"apps\"]\n        kinds: [\"Deployment\"]\n  parameters:\n    min: 2\n    max: 5\n",
+    )
+    .unwrap();
+    let config = write_config(dir, None, extra_config);
+    let text = std::fs::read_to_string(&config).unwrap().replace(
+        "constraintKinds:\n",
+        "constraintKinds:\n  - K8sCelReplicaLimits\n",
+    );
+    std::fs::write(&config, text).unwrap();
+    (config, cluster)
+}
+
+/// The `violation` lines of the Loki body `--out` wrote for `rule`, as (namespace, name, message).
+fn violations_of(out: &Path, rule: &str) -> Vec<(String, String, String)> {
+    let loki: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("loki.json")).unwrap()).unwrap();
+    let mut found: Vec<(String, String, String)> = loki["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["stream"]["type"] == "violation")
+        .flat_map(|s| s["values"].as_array().unwrap().iter())
+        .map(|pair| serde_json::from_str::<Value>(pair[1].as_str().unwrap()).unwrap())
+        .filter(|line| line["rule"] == rule)
+        .map(|line| {
+            let text = |k: &str| line[k].as_str().unwrap_or_default().to_string();
+            (text("namespace"), text("name"), text("message"))
+        })
+        .collect();
+    found.sort();
+    found
+}
+
+#[test]
+fn run_reports_a_dual_engine_template_by_its_cel_and_by_its_rego_alike() {
+    let slack = SlackServer::start();
+    let mut reported = Vec::new();
+    for extra in ["", "k8sNativeValidation: false\n"] {
+        let dir = tempfile::tempdir().unwrap();
+        let (config, cluster) = demo_with_cel_template(dir.path(), extra);
+        let out = dir.path().join("out");
+        let outcome = run(
+            &[
+                "run",
+                "--config",
+                config.to_str().unwrap(),
+                "--snapshot",
+                cluster.to_str().unwrap(),
+                "--dry-run",
+                "--out",
+                out.to_str().unwrap(),
+            ],
+            &hooks(&slack, &TEAMS),
+        );
+        assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
+        reported.push(violations_of(&out, "K8sCelReplicaLimits"));
+    }
+    // The demo's Deployments with 1 and 12 replicas are outside 2..=5.
+    assert_eq!(reported[0].len(), 3, "{:?}", reported[0]);
+    assert!(
+        reported[0]
+            .iter()
+            .any(|(_, _, msg)| msg == "replicas must be between 2 and 5, not 12"),
+        "{:?}",
+        reported[0]
+    );
+    assert_eq!(reported[0], reported[1], "CEL (left) and Rego (right)");
 }

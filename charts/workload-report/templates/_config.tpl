@@ -23,16 +23,17 @@ correctly. Teams keep their order (first match wins); empty optional values are 
     "maxNamesPerRule" (int64 $c.maxNamesPerRule)
     "maxMessageChars" (int64 $c.maxMessageChars)
     "postWhenClean" $c.postWhenClean
+    "postOnlyOnChange" $c.postOnlyOnChange
     "engine" (toString $c.engine)
     "audit" (dict
       "freshAfter" (toString $c.audit.freshAfter)
       "tolerance" (dict "absolute" (int64 $c.audit.tolerance.absolute) "relative" (float64 $c.audit.tolerance.relative)))
-    "timeouts" (dict "api" (toString $c.timeouts.api) "post" (toString $c.timeouts.post) "engine" (toString $c.timeouts.engine))
+    "timeouts" (dict "api" (toString $c.timeouts.api) "post" (toString $c.timeouts.post) "engine" (toString $c.timeouts.engine) "query" (toString $c.timeouts.query))
 -}}
 {{- range $key := list "dashboardUrl" "readmeUrl" -}}
 {{- if get $c $key -}}{{- $_ := set $cfg $key (toString (get $c $key)) -}}{{- end -}}
 {{- end -}}
-{{- $loki := dict "job" (toString $c.loki.job) -}}
+{{- $loki := dict "job" (toString $c.loki.job) "lookback" (toString $c.loki.lookback) -}}
 {{- if $c.loki.url -}}{{- $_ := set $loki "url" (toString $c.loki.url) -}}{{- end -}}
 {{- if $c.loki.tenant -}}{{- $_ := set $loki "tenant" (toString $c.loki.tenant) -}}{{- end -}}
 {{- $_ := set $cfg "loki" $loki -}}
@@ -40,6 +41,11 @@ correctly. Teams keep their order (first match wins); empty optional values are 
 {{- $gator := dict "version" (toString $c.gator.version) "url" (toString $c.gator.url) "sha256" (toString $c.gator.sha256) -}}
 {{- if $c.gator.path -}}{{- $_ := set $gator "path" (toString $c.gator.path) -}}{{- end -}}
 {{- $_ := set $cfg "gator" $gator -}}
+{{- end -}}
+{{- if $c.webhookEnv -}}
+{{- $vars := dict -}}
+{{- range $team, $var := $c.webhookEnv -}}{{- $_ := set $vars (toString $team) (toString $var) -}}{{- end -}}
+{{- $_ := set $cfg "webhookEnv" $vars -}}
 {{- end -}}
 {{- if $c.categories -}}
 {{- $cats := dict -}}

@@ -46,9 +46,18 @@ app.kubernetes.io/component: workload-report
 {{- end -}}
 {{- end -}}
 
-{{/* The env var holding a team's webhook: upper-cased, every non-alphanumeric as "_". */}}
+{{/* The env var (and Secret key) of a team's webhook, called with (list $ team): its
+report.config.webhookEnv override, else the team upper-cased, every non-alphanumeric as "_",
+then _WEBHOOK (the binary's rule). */}}
 {{- define "wr.webhookEnv" -}}
-{{- printf "%s_WEBHOOK" (regexReplaceAll "[^A-Z0-9]" (upper .) "_") -}}
+{{- $root := index . 0 -}}
+{{- $team := toString (index . 1) -}}
+{{- $overrides := $root.Values.report.config.webhookEnv | default dict -}}
+{{- if hasKey $overrides $team -}}
+{{- toString (get $overrides $team) -}}
+{{- else -}}
+{{- printf "%s_WEBHOOK" (regexReplaceAll "[^A-Z0-9]" (upper $team) "_") -}}
+{{- end -}}
 {{- end -}}
 
 {{/* Team names that can receive a message, in config order, the default team first; never `silenced`. */}}
@@ -123,12 +132,25 @@ app.kubernetes.io/component: workload-report
 {{- fail (printf "%s: report.config.teams[%d].namespaces must be a non-empty list of namespace globs" $p $i) -}}
 {{- end -}}
 {{- end -}}
+{{- $overrides := $c.webhookEnv | default dict -}}
+{{- if not (kindIs "map" $overrides) -}}
+{{- fail (printf "%s: report.config.webhookEnv must be a map of team name to env var name" $p) -}}
+{{- end -}}
+{{- range $team, $var := $overrides -}}
+{{- if or (eq $team "silenced") (not (has $team $teamNames)) -}}
+{{- fail (printf "%s: report.config.webhookEnv.%s: not a team that receives messages" $p $team) -}}
+{{- end -}}
+{{- if not (regexMatch "^[A-Za-z_][A-Za-z0-9_]*$" (toString $var)) -}}
+{{- fail (printf "%s: report.config.webhookEnv.%s: %q is not an env var name every Kubernetes accepts ([A-Za-z_][A-Za-z0-9_]*)" $p $team (toString $var)) -}}
+{{- end -}}
+{{- end -}}
 {{- $envs := dict -}}
 {{- range $name := $teamNames -}}
-{{- if not (regexMatch "^[a-z][a-z0-9_-]*$" $name) -}}
-{{- fail (printf "%s: team name %q cannot become an env var name: use a lower-case letter, then lower-case letters, digits, - or _" $p $name) -}}
+{{- if not (regexMatch "^[A-Za-z0-9][A-Za-z0-9._-]{0,62}$" $name) -}}
+{{- fail (printf "%s: team name %q is not valid: a letter or digit, then letters, digits, ., - or _ (at most 63)" $p $name) -}}
 {{- end -}}
-{{- $env := include "wr.webhookEnv" $name -}}
+{{- if eq $name "silenced" -}}{{- continue -}}{{- end -}}
+{{- $env := include "wr.webhookEnv" (list $ $name) -}}
 {{- $other := get $envs $env -}}
 {{- if and $other (ne $other $name) -}}
 {{- fail (printf "%s: teams %q and %q would share the env var %s" $p $other $name $env) -}}
@@ -161,8 +183,10 @@ app.kubernetes.io/component: workload-report
 {{- if not (and (include "wr.isInt" $c.maxMessageChars) (ge (int64 $c.maxMessageChars) 500)) -}}
 {{- fail (printf "%s: report.config.maxMessageChars must be an integer >= 500, got %q" $p (toString $c.maxMessageChars)) -}}
 {{- end -}}
-{{- if not (kindIs "bool" $c.postWhenClean) -}}
-{{- fail (printf "%s: report.config.postWhenClean must be true or false" $p) -}}
+{{- range $key := list "postWhenClean" "postOnlyOnChange" -}}
+{{- if not (kindIs "bool" (get $c $key)) -}}
+{{- fail (printf "%s: report.config.%s must be true or false" $p $key) -}}
+{{- end -}}
 {{- end -}}
 {{- if not (kindIs "bool" $r.dryRun) -}}
 {{- fail (printf "%s: report.dryRun must be true or false" $p) -}}
@@ -178,6 +202,9 @@ app.kubernetes.io/component: workload-report
 {{- end -}}
 {{- if and $c.loki.url (not (include "wr.isHttpUrl" (toString $c.loki.url))) -}}
 {{- fail (printf "%s: report.config.loki.url must be an http(s) URL, got %q" $p (toString $c.loki.url)) -}}
+{{- end -}}
+{{- if not (regexMatch "^[1-9][0-9]*[smhd]$" (toString $c.loki.lookback)) -}}
+{{- fail (printf "%s: report.config.loki.lookback must be a duration > 0 like 14d (<n>s, <n>m, <n>h or <n>d)" $p) -}}
 {{- end -}}
 {{- if not (regexMatch "^[A-Za-z0-9_.-]+$" (toString $c.loki.job)) -}}
 {{- fail (printf "%s: report.config.loki.job is required: letters, digits, ., _ or -" $p) -}}
@@ -220,7 +247,7 @@ app.kubernetes.io/component: workload-report
 {{- fail (printf "%s: report.config.categories: %q is not one of constraintKinds" $p $rule) -}}
 {{- end -}}
 {{- end -}}
-{{- range $key := list "api" "post" "engine" -}}
+{{- range $key := list "api" "post" "engine" "query" -}}
 {{- if not (regexMatch "^[1-9][0-9]*[smh]$" (toString (get $c.timeouts $key))) -}}
 {{- fail (printf "%s: report.config.timeouts.%s must be a duration > 0 like 30s (<n>s, <n>m or <n>h)" $p $key) -}}
 {{- end -}}
@@ -298,5 +325,11 @@ app.kubernetes.io/component: workload-report
 {{- end -}}
 {{- if not (regexMatch "^[A-Za-z0-9_.-]+$" (toString .Values.report.config.loki.job)) -}}
 {{- fail (printf "%s: report.config.loki.job is required by the dashboard: letters, digits, ., _ or -" $p) -}}
+{{- end -}}
+{{- if not (regexMatch "^\\{.*\\S.*\\}$" (toString $d.gatekeeperLogSelector)) -}}
+{{- fail (printf "%s: dashboard.gatekeeperLogSelector must be a Loki stream selector like {namespace=\"gatekeeper-system\"}, got %q" $p (toString $d.gatekeeperLogSelector)) -}}
+{{- end -}}
+{{- if not (kindIs "slice" $d.namespaces) -}}
+{{- fail (printf "%s: dashboard.namespaces must be a list of namespace names" $p) -}}
 {{- end -}}
 {{- end -}}

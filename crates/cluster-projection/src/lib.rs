@@ -1,5 +1,5 @@
-//! Reads Gatekeeper ConstraintTemplates, Constraints, Namespaces and workloads from a live
-//! cluster or a snapshot, and writes the projection an evaluator reads.
+//! Reads Gatekeeper ConstraintTemplates, Constraints, ExpansionTemplates, Namespaces and workloads
+//! from a live cluster or a snapshot, and writes the projection an evaluator reads.
 //!
 //! Data flow: the API ([`read::read_cluster`], through `kube`) or a snapshot
 //! ([`snapshot::read_snapshot`]) → the typed model ([`model::ClusterState`]) → the projection
@@ -28,8 +28,8 @@ pub mod snapshot;
 
 pub use access::{ClusterSource, ConfigError, InClusterConfig};
 pub use model::{
-    ClusterState, Constraint, MAX_BODY_BYTES, ModelError, Namespace, RawObject, ReadSpec, Template,
-    Workload, WorkloadKind,
+    ClusterState, Constraint, ExpansionTemplate, MAX_BODY_BYTES, ModelError, Mutator, Namespace,
+    RawObject, ReadSpec, Template, Workload, WorkloadKind,
 };
 pub use projection::{
     ProjectedObject, ProjectionError, ProjectionSummary, project, project_lazily, project_object,

@@ -1,5 +1,5 @@
-//! The typed, memory-lean model of what a run read: ConstraintTemplates, Constraints, Namespaces
-//! and workloads, each with the few fields the report needs extracted and the whole object kept as
+//! The typed, memory-lean model of what a run read: ConstraintTemplates, Constraints,
+//! ExpansionTemplates, mutators, Namespaces and workloads, each with the few fields the report needs extracted and the whole object kept as
 //! compact JSON text ([`RawObject`]).
 //!
 //! The same model comes from a live cluster ([`crate::read`]) and from a snapshot
@@ -28,6 +28,32 @@ pub const CONSTRAINTS_GROUP: &str = "constraints.gatekeeper.sh";
 pub const CONSTRAINTS_API_VERSION: &str = "constraints.gatekeeper.sh/v1beta1";
 /// The apiVersion the reader gets ConstraintTemplates with.
 pub const TEMPLATES_API_VERSION: &str = "templates.gatekeeper.sh/v1";
+/// API group of ExpansionTemplates.
+pub const EXPANSION_GROUP: &str = "expansion.gatekeeper.sh";
+/// API group of Gatekeeper's mutators.
+pub const MUTATION_GROUP: &str = "mutations.gatekeeper.sh";
+/// Gatekeeper's mutator kinds: (kind, resource, the versions the reader lists it with, in the
+/// order it tries them).
+pub const MUTATORS: [(&str, &str, &[&str]); 4] = [
+    ("Assign", "assign", &["mutations.gatekeeper.sh/v1"]),
+    (
+        "AssignMetadata",
+        "assignmetadata",
+        &["mutations.gatekeeper.sh/v1"],
+    ),
+    ("ModifySet", "modifyset", &["mutations.gatekeeper.sh/v1"]),
+    (
+        "AssignImage",
+        "assignimage",
+        &["mutations.gatekeeper.sh/v1alpha1"],
+    ),
+];
+/// The versions the reader lists ExpansionTemplates with, in the order it tries them: the one
+/// Gatekeeper serves today, then the one older releases serve.
+pub const EXPANSION_API_VERSIONS: [&str; 2] = [
+    "expansion.gatekeeper.sh/v1beta1",
+    "expansion.gatekeeper.sh/v1alpha1",
+];
 
 /// Errors about the content of one object or of the model as a whole.
 #[derive(Debug, thiserror::Error)]
@@ -71,7 +97,7 @@ pub enum ModelError {
     },
     /// An object of a kind the model does not hold.
     #[error(
-        "unsupported object {api_version} {kind} {name:?}: only ConstraintTemplates, Constraints, Namespaces and workloads are read"
+        "unsupported object {api_version} {kind} {name:?}: only ConstraintTemplates, Constraints, ExpansionTemplates, mutators, Namespaces and workloads are read"
     )]
     Unsupported {
         /// Its apiVersion.
@@ -389,6 +415,31 @@ fn parse_time(
     }
 }
 
+/// An ExpansionTemplate: how Gatekeeper turns a workload into the resource it creates (a
+/// Deployment's Pod), so that Constraints matching that resource see the workload.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ExpansionTemplate {
+    /// `metadata.name`.
+    pub name: String,
+    /// Its apiVersion, e.g. `expansion.gatekeeper.sh/v1beta1`.
+    pub api_version: String,
+    /// The whole object.
+    pub raw: RawObject,
+}
+
+/// A Gatekeeper mutator (`Assign`, `AssignMetadata`, `ModifySet`, `AssignImage`). Gatekeeper
+/// also applies mutators to the resources it expands workloads into; the report does not, and
+/// reads them only to say so.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mutator {
+    /// Its kind, e.g. `Assign`.
+    pub kind: String,
+    /// `metadata.name`.
+    pub name: String,
+    /// The whole object.
+    pub raw: RawObject,
+}
+
 /// A Namespace.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Namespace {
@@ -432,13 +483,18 @@ impl Workload {
 }
 
 /// Everything one run read, each list sorted: templates by name, Constraints by (kind, name),
-/// Namespaces by name, workloads by (namespace, kind, name).
+/// ExpansionTemplates by name, Namespaces by name, workloads by (namespace, kind, name).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct ClusterState {
     /// ConstraintTemplates.
     pub templates: Vec<Template>,
     /// Constraints.
     pub constraints: Vec<Constraint>,
+    /// ExpansionTemplates (none when the cluster does not serve them).
+    pub expansion_templates: Vec<ExpansionTemplate>,
+    /// Mutators (none when the cluster does not serve them). Never projected: no engine is
+    /// given them.
+    pub mutators: Vec<Mutator>,
     /// Namespaces.
     pub namespaces: Vec<Namespace>,
     /// Workloads.
@@ -465,6 +521,8 @@ impl ClusterState {
         match item {
             Item::Template(t) => self.templates.push(t),
             Item::Constraint(c) => self.constraints.push(c),
+            Item::Expansion(e) => self.expansion_templates.push(e),
+            Item::Mutator(m) => self.mutators.push(m),
             Item::Namespace(n) => self.namespaces.push(n),
             Item::Workload(w) => self.workloads.push(w),
         }
@@ -475,6 +533,9 @@ impl ClusterState {
         self.templates.sort_by(|a, b| a.name.cmp(&b.name));
         self.constraints
             .sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
+        self.expansion_templates.sort_by(|a, b| a.name.cmp(&b.name));
+        self.mutators
+            .sort_by(|a, b| (&a.kind, &a.name).cmp(&(&b.kind, &b.name)));
         self.namespaces.sort_by(|a, b| a.name.cmp(&b.name));
         self.workloads
             .sort_by(|a, b| (&a.namespace, a.kind, &a.name).cmp(&(&b.namespace, b.kind, &b.name)));
@@ -483,6 +544,20 @@ impl ClusterState {
         }
         if let Some(w) = self
             .constraints
+            .windows(2)
+            .find(|w| w[0].kind == w[1].kind && w[0].name == w[1].name)
+        {
+            return Err(duplicate(&w[0].kind, "", &w[0].name));
+        }
+        if let Some(w) = self
+            .expansion_templates
+            .windows(2)
+            .find(|w| w[0].name == w[1].name)
+        {
+            return Err(duplicate("ExpansionTemplate", "", &w[0].name));
+        }
+        if let Some(w) = self
+            .mutators
             .windows(2)
             .find(|w| w[0].kind == w[1].kind && w[0].name == w[1].name)
         {
@@ -500,7 +575,8 @@ impl ClusterState {
     }
 
     /// Keeps what `spec` selects, as a live read would have read it: workloads of the selected
-    /// kinds, Constraints and templates of the configured Constraint kinds. Fails when a
+    /// kinds, Constraints and templates of the configured Constraint kinds (every
+    /// ExpansionTemplate: a live read lists them all). Fails when a
     /// configured kind has no template (a live read fails on such a kind too).
     pub fn restrict_to(mut self, spec: &ReadSpec) -> Result<ClusterState, ModelError> {
         let template_names: Vec<String> = spec
@@ -526,7 +602,12 @@ impl ClusterState {
 
     /// The number of objects held.
     pub fn len(&self) -> usize {
-        self.templates.len() + self.constraints.len() + self.namespaces.len() + self.workloads.len()
+        self.templates.len()
+            + self.constraints.len()
+            + self.expansion_templates.len()
+            + self.mutators.len()
+            + self.namespaces.len()
+            + self.workloads.len()
     }
 
     /// Whether nothing is held.
@@ -534,12 +615,15 @@ impl ClusterState {
         self.len() == 0
     }
 
-    /// Every object's raw text, in model order: templates, Constraints, Namespaces, workloads.
+    /// Every object's raw text, in model order: templates, Constraints, ExpansionTemplates,
+    /// mutators, Namespaces, workloads.
     pub fn raw_objects(&self) -> impl Iterator<Item = &RawObject> {
         self.templates
             .iter()
             .map(|t| &t.raw)
             .chain(self.constraints.iter().map(|c| &c.raw))
+            .chain(self.expansion_templates.iter().map(|e| &e.raw))
+            .chain(self.mutators.iter().map(|m| &m.raw))
             .chain(self.namespaces.iter().map(|n| &n.raw))
             .chain(self.workloads.iter().map(|w| &w.raw))
     }
@@ -559,6 +643,8 @@ fn duplicate(kind: &str, namespace: &str, name: &str) -> ModelError {
 pub(crate) enum Item {
     Template(Template),
     Constraint(Constraint),
+    Expansion(ExpansionTemplate),
+    Mutator(Mutator),
     Namespace(Namespace),
     Workload(Workload),
 }
@@ -660,6 +746,20 @@ pub(crate) fn classify(object: Value) -> Result<Item, ModelError> {
             spec,
             status,
             creation_timestamp,
+        }));
+    }
+    if group == EXPANSION_GROUP && kind == "ExpansionTemplate" {
+        return Ok(Item::Expansion(ExpansionTemplate {
+            name,
+            api_version,
+            raw: RawObject::from_value(&object),
+        }));
+    }
+    if group == MUTATION_GROUP && MUTATORS.iter().any(|(k, _, _)| *k == kind) {
+        return Ok(Item::Mutator(Mutator {
+            kind,
+            name,
+            raw: RawObject::from_value(&object),
         }));
     }
     if api_version == "v1" && kind == "Namespace" {

@@ -206,6 +206,9 @@ fn names(state: &ClusterState) -> Vec<(String, &RawObject)> {
     for c in &state.constraints {
         out.push((file_name_for(&c.kind, "", &c.name), &c.raw));
     }
+    for e in &state.expansion_templates {
+        out.push((file_name_for("ExpansionTemplate", "", &e.name), &e.raw));
+    }
     for n in &state.namespaces {
         out.push((file_name_for("Namespace", "", &n.name), &n.raw));
     }
@@ -247,7 +250,7 @@ pub fn project_lazily(
 }
 
 /// The projection of `state` split as an engine reviews it: the policy side (templates,
-/// Constraints, Namespaces) projected at once, and the workloads projected one at a time when the
+/// Constraints, ExpansionTemplates, Namespaces) projected at once, and the workloads projected one at a time when the
 /// iterator reaches them. Pure; fails like [`project`] when two objects would share a file name.
 pub fn project_split(
     state: &ClusterState,
@@ -258,6 +261,7 @@ pub fn project_split(
         .iter()
         .map(|t| &t.raw)
         .chain(state.constraints.iter().map(|c| &c.raw))
+        .chain(state.expansion_templates.iter().map(|e| &e.raw))
         .chain(state.namespaces.iter().map(|n| &n.raw))
         .map(|raw| project_owned(raw.to_value()))
         .collect();

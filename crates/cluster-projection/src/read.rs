@@ -5,8 +5,15 @@
 //! What is read, in this order of error precedence: the Constraints of each configured kind
 //! (`constraints.gatekeeper.sh/v1beta1`, plural = lower-case kind), the ConstraintTemplate of each
 //! configured kind (GET `templates.gatekeeper.sh/v1` `constrainttemplates/<lower-case kind>`),
-//! Namespaces, then each configured workload kind. Resources are fetched concurrently; when several
+//! the ExpansionTemplates, the mutators, Namespaces, then each configured workload kind. Resources are fetched concurrently; when several
 //! fail, the error reported is the first in that order.
+//!
+//! ExpansionTemplates are listed as Gatekeeper serves them: `expansion.gatekeeper.sh/v1beta1`,
+//! and when that version answers 404, `v1alpha1` (older releases); the resource is
+//! `expansiontemplate`, singular, as Gatekeeper's CRD names it. Gatekeeper's mutators
+//! (`mutations.gatekeeper.sh` `assign`, `assignmetadata`, `modifyset` in `v1`, `assignimage` in
+//! `v1alpha1`) are listed the same way, only so the report can say that it does not apply them. When neither is served (the
+//! CRD is not installed) the cluster has none: that is not an error.
 //!
 //! Every body is read up to [`ReadSpec::max_body_bytes`] (64 MiB by default), so an endless 200
 //! answer fails at the cap instead of growing memory. Texts taken from an answer (a `Status`
@@ -27,8 +34,8 @@ use tokio::sync::Semaphore;
 
 use crate::access::{ClusterSource, ConfigError};
 use crate::model::{
-    CONSTRAINTS_API_VERSION, ClusterState, Item, ModelError, ReadSpec, TEMPLATES_API_VERSION,
-    Workload, WorkloadKind, classify, normalize,
+    CONSTRAINTS_API_VERSION, ClusterState, EXPANSION_API_VERSIONS, Item, MUTATORS, ModelError,
+    ReadSpec, TEMPLATES_API_VERSION, Workload, WorkloadKind, classify, normalize,
 };
 
 /// Errors while reading the cluster. Every text names the resource (and the HTTP status when one
@@ -231,8 +238,20 @@ struct Resource {
 
 #[derive(Debug, Clone)]
 enum Role {
-    Constraints { kind: String },
-    Template { kind: String, name: String },
+    Constraints {
+        kind: String,
+    },
+    Template {
+        kind: String,
+        name: String,
+    },
+    /// A collection the cluster may not serve (ExpansionTemplates, mutators): its versions in
+    /// the order tried (a 404 means "try the next", and after the last one "none"), the first
+    /// being this resource's.
+    Optional {
+        versions: &'static [&'static str],
+        plural: &'static str,
+    },
     Namespaces,
     Workloads,
 }
@@ -262,6 +281,15 @@ fn resources(spec: &ReadSpec) -> Vec<Resource> {
             },
         });
     }
+    out.push(optional_resource(
+        &EXPANSION_API_VERSIONS,
+        EXPANSION_API_VERSIONS[0],
+        "expansiontemplate",
+        "ExpansionTemplate",
+    ));
+    for (kind, plural, versions) in MUTATORS {
+        out.push(optional_resource(versions, versions[0], plural, kind));
+    }
     out.push(Resource {
         label: "v1 namespaces".into(),
         path: "/api/v1/namespaces".into(),
@@ -282,6 +310,44 @@ fn resources(spec: &ReadSpec) -> Vec<Resource> {
         });
     }
     out
+}
+
+/// One version of a collection the cluster may not serve (see [`Role::Optional`]).
+fn optional_resource(
+    versions: &'static [&'static str],
+    api_version: &str,
+    plural: &'static str,
+    kind: &str,
+) -> Resource {
+    Resource {
+        label: format!("{api_version} {plural}"),
+        path: format!("/apis/{api_version}/{plural}"),
+        api_version: api_version.into(),
+        kind: kind.into(),
+        role: Role::Optional { versions, plural },
+    }
+}
+
+/// Lists an optional collection in the first of its versions the API serves; nothing when it
+/// serves none of them (see the module documentation).
+async fn list_optional(
+    client: &kube::Client,
+    resource: &Resource,
+    page_size: u32,
+    answers: &Answers,
+    parsers: Arc<Semaphore>,
+) -> Result<Vec<Item>, ReadError> {
+    let Role::Optional { versions, plural } = resource.role else {
+        return list_all(client, resource, page_size, answers, parsers).await;
+    };
+    for api_version in versions {
+        let version = optional_resource(versions, api_version, plural, &resource.kind);
+        match list_all(client, &version, page_size, answers, Arc::clone(&parsers)).await {
+            Err(ReadError::Status { status: 404, .. }) => continue,
+            other => return other,
+        }
+    }
+    Ok(Vec::new())
 }
 
 /// Reads what `spec` selects through an existing client.
@@ -420,6 +486,9 @@ async fn read_resources(
             match &resource.role {
                 Role::Template { .. } => {
                     get_one(&client, &resource, &answers).await.map(|i| vec![i])
+                }
+                Role::Optional { .. } => {
+                    list_optional(&client, &resource, page_size, &answers, parsers).await
                 }
                 _ => list_all(&client, &resource, page_size, &answers, parsers).await,
             }
@@ -722,7 +791,7 @@ fn status_error(
                     resource: label,
                 };
             }
-            Role::Namespaces | Role::Workloads => {}
+            Role::Optional { .. } | Role::Namespaces | Role::Workloads => {}
         }
     }
     ReadError::Status {
@@ -865,6 +934,11 @@ mod tests {
             [
                 "/apis/constraints.gatekeeper.sh/v1beta1/k8srequiredlabels",
                 "/apis/templates.gatekeeper.sh/v1/constrainttemplates/k8srequiredlabels",
+                "/apis/expansion.gatekeeper.sh/v1beta1/expansiontemplate",
+                "/apis/mutations.gatekeeper.sh/v1/assign",
+                "/apis/mutations.gatekeeper.sh/v1/assignmetadata",
+                "/apis/mutations.gatekeeper.sh/v1/modifyset",
+                "/apis/mutations.gatekeeper.sh/v1alpha1/assignimage",
                 "/api/v1/namespaces",
                 "/apis/apps/v1/deployments",
                 "/apis/batch/v1/cronjobs",

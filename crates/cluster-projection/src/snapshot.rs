@@ -6,7 +6,8 @@
 //! written by [`save_snapshot`] (or any tarball of such files). A file holds one object, several
 //! YAML documents, a JSON stream, or lists (`kind: List` or `kind: <Kind>List`; items without
 //! `apiVersion`/`kind` take them from a typed list). Every object must be a ConstraintTemplate, a
-//! Constraint, a Namespace or a workload; anything else is an error naming the file.
+//! Constraint, an ExpansionTemplate, a mutator, a Namespace or a workload; anything else is an error naming
+//! the file.
 //!
 //! Reading is bounded ([`SnapshotLimits`]): every file or tarball member is read through
 //! `bounded-input` (regular files only, so a FIFO or a symlink to `/dev/zero` is refused at once),
@@ -17,7 +18,8 @@
 //! quote the content.
 //!
 //! [`save_snapshot`] writes one `kind: List` JSON file per part (`snapshot/constrainttemplates.json`,
-//! `snapshot/constraints.json`, `snapshot/namespaces.json`, `snapshot/workloads.json`), each item
+//! `snapshot/constraints.json`, `snapshot/expansiontemplates.json`, `snapshot/mutators.json`,
+//! `snapshot/namespaces.json`, `snapshot/workloads.json`), each item
 //! the object exactly as the run held it ([`crate::model::RawObject`]), in a deterministic tarball
 //! (sorted entries, mode 0644, mtime 0). Extracted, it is a snapshot directory too. It never
 //! writes through a symlink: the tarball is written next to the target and renamed over it.

@@ -426,3 +426,150 @@ async fn a_saved_snapshot_reads_back_as_tarball_and_extracted() {
         state
     );
 }
+
+const EXPANSION_V1BETA1: &str = "/apis/expansion.gatekeeper.sh/v1beta1/expansiontemplate";
+const EXPANSION_V1ALPHA1: &str = "/apis/expansion.gatekeeper.sh/v1alpha1/expansiontemplate";
+
+/// An ExpansionTemplate as a list item (no apiVersion or kind).
+fn expansion_item(name: &str) -> serde_json::Value {
+    serde_json::json!({
+        "metadata": {"name": name, "managedFields": [{"manager": "kubectl"}]},
+        "spec": {"applyTo": [{"groups": ["apps"], "kinds": ["Deployment"], "versions": ["v1"]}],
+                 "templateSource": "spec.template",
+                 "generatedGVK": {"group": "", "version": "v1", "kind": "Pod"}}
+    })
+}
+
+fn with_expansions(path: &str, api_version: &str, names: &[&str]) -> FakeApiServer {
+    let items: Vec<_> = names.iter().map(|n| expansion_item(n)).collect();
+    FakeApiServer::start(Scenario::from_dir(basic_dir()).with_list(
+        path,
+        "ExpansionTemplateList",
+        api_version,
+        items,
+    ))
+}
+
+#[tokio::test]
+async fn expansion_templates_are_read_paged_in_the_version_served_and_snapshotted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut spec = spec();
+    spec.page_size = 1;
+    let fake = with_expansions(
+        EXPANSION_V1BETA1,
+        "expansion.gatekeeper.sh/v1beta1",
+        &["expand-b", "expand-a"],
+    );
+    let state = read_cluster(&kubeconfig(&fake, &dir), &spec)
+        .await
+        .expect("read");
+    let read: Vec<_> = state
+        .expansion_templates
+        .iter()
+        .map(|e| format!("{} {}", e.api_version, e.name))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            "expansion.gatekeeper.sh/v1beta1 expand-a",
+            "expansion.gatekeeper.sh/v1beta1 expand-b"
+        ]
+    );
+    assert_eq!(fake.requests_to(EXPANSION_V1BETA1).len(), 2, "one per page");
+    assert!(fake.requests_to(EXPANSION_V1ALPHA1).is_empty());
+    let raw = state.expansion_templates[0].raw.to_value();
+    assert_eq!(raw["kind"], "ExpansionTemplate");
+    assert!(raw["metadata"].get("managedFields").is_none());
+    // --save-snapshot / --snapshot round trip
+    let file = dir.path().join("saved.tar.gz");
+    save_snapshot(&state, &file).expect("save");
+    assert_eq!(read_snapshot(&file).expect("replay"), state);
+
+    // an older Gatekeeper serves only v1alpha1
+    let fake = with_expansions(
+        EXPANSION_V1ALPHA1,
+        "expansion.gatekeeper.sh/v1alpha1",
+        &["expand-old"],
+    );
+    let state = read_cluster(&kubeconfig(&fake, &dir), &spec)
+        .await
+        .expect("read");
+    assert_eq!(state.expansion_templates.len(), 1);
+    assert_eq!(
+        state.expansion_templates[0].api_version,
+        "expansion.gatekeeper.sh/v1alpha1"
+    );
+}
+
+#[tokio::test]
+async fn a_cluster_without_expansion_templates_has_none() {
+    let fake = fake();
+    let dir = tempfile::tempdir().expect("tempdir");
+    let state = read_cluster(&kubeconfig(&fake, &dir), &spec())
+        .await
+        .expect("no CRD is not an error");
+    assert!(state.expansion_templates.is_empty());
+    assert_eq!(fake.requests_to(EXPANSION_V1BETA1).len(), 1);
+    assert_eq!(fake.requests_to(EXPANSION_V1ALPHA1).len(), 1);
+}
+
+#[tokio::test]
+async fn a_forbidden_expansion_template_list_fails_the_read_naming_it() {
+    let fake = fake();
+    let dir = tempfile::tempdir().expect("tempdir");
+    fake.inject(EXPANSION_V1BETA1, Fault::Status(403));
+    let err = read_cluster(&kubeconfig(&fake, &dir), &spec())
+        .await
+        .unwrap_err();
+    assert!(
+        err.to_string()
+            .starts_with("expansion.gatekeeper.sh/v1beta1 expansiontemplate: HTTP 403"),
+        "{err}"
+    );
+}
+
+#[tokio::test]
+async fn mutators_are_read_where_served_and_snapshotted() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mutator = |name: &str| serde_json::json!({"metadata": {"name": name}, "spec": {}});
+    let fake = FakeApiServer::start(
+        Scenario::from_dir(basic_dir())
+            .with_list(
+                "/apis/mutations.gatekeeper.sh/v1/assign",
+                "AssignList",
+                "mutations.gatekeeper.sh/v1",
+                vec![mutator("set-non-root"), mutator("add-label")],
+            )
+            .with_list(
+                "/apis/mutations.gatekeeper.sh/v1alpha1/assignimage",
+                "AssignImageList",
+                "mutations.gatekeeper.sh/v1alpha1",
+                vec![mutator("mirror")],
+            ),
+    );
+    let state = read_cluster(&kubeconfig(&fake, &dir), &spec())
+        .await
+        .expect("read");
+    let read: Vec<_> = state
+        .mutators
+        .iter()
+        .map(|m| format!("{} {}", m.kind, m.name))
+        .collect();
+    assert_eq!(
+        read,
+        [
+            "Assign add-label",
+            "Assign set-non-root",
+            "AssignImage mirror"
+        ]
+    );
+    let file = dir.path().join("saved.tar.gz");
+    save_snapshot(&state, &file).expect("save");
+    assert_eq!(read_snapshot(&file).expect("replay"), state);
+    // AssignMetadata and ModifySet are not served: none, and no error
+    assert_eq!(
+        fake.requests_to("/apis/mutations.gatekeeper.sh/v1/modifyset")
+            .len(),
+        1
+    );
+}

@@ -379,3 +379,58 @@ async fn real_in_cluster_config_uses_a_service_account_token_and_ca_on_disk() {
     assert_eq!(state.templates.len(), 2);
     assert!(state.namespaces.iter().any(|n| n.name == "report"));
 }
+
+#[tokio::test]
+async fn real_expansion_templates_are_listed_across_pages_as_v1beta1() {
+    let Some(kube) = start(
+        "real_expansion_templates_are_listed_across_pages_as_v1beta1",
+        KubeOptions::default(),
+    ) else {
+        return;
+    };
+    let template = |version: &str, name: &str| {
+        json!({
+            "apiVersion": format!("expansion.gatekeeper.sh/{version}"),
+            "kind": "ExpansionTemplate",
+            "metadata": {"name": name},
+            "spec": {"applyTo": [{"groups": ["apps"], "kinds": ["Deployment"], "versions": ["v1"]}],
+                     "templateSource": "spec.template",
+                     "generatedGVK": {"group": "", "version": "v1", "kind": "Pod"}}
+        })
+    };
+    let mut objects = basic_objects();
+    objects.extend([
+        template("v1beta1", "expand-c"),
+        template("v1alpha1", "expand-a"),
+        template("v1beta1", "expand-b"),
+    ]);
+    kube.load(&objects);
+    let dir = tempfile::tempdir().unwrap();
+    let state = read_cluster(&admin_source(&kube, &dir), &spec())
+        .await
+        .expect("read");
+    let read: Vec<String> = state
+        .expansion_templates
+        .iter()
+        .map(|e| format!("{} {}", e.api_version, e.name))
+        .collect();
+    // the server serves every one in the version asked for, v1beta1, whatever it was created as
+    assert_eq!(
+        read,
+        [
+            "expansion.gatekeeper.sh/v1beta1 expand-a",
+            "expansion.gatekeeper.sh/v1beta1 expand-b",
+            "expansion.gatekeeper.sh/v1beta1 expand-c",
+        ]
+    );
+    assert_eq!(
+        listed(
+            &kube,
+            "/apis/expansion.gatekeeper.sh/v1beta1/expansiontemplate"
+        ),
+        ["expand-a", "expand-b", "expand-c"]
+    );
+    let file = dir.path().join("saved.tar.gz");
+    save_snapshot(&state, &file).expect("save");
+    assert_eq!(read_snapshot(&file).expect("replay"), state);
+}

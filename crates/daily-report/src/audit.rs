@@ -15,8 +15,15 @@
 //! likewise). So the engine side counts every result of the Constraint — violations and policy
 //! errors, on any object — although the digests count errors apart; the log and a disagreement
 //! say how many of the engine's results were errors.
+//!
+//! Gatekeeper's audit reviews the objects in the cluster — real Pods included — and never
+//! expands a workload through an ExpansionTemplate; this run reviews workloads and their
+//! expansions but reads no Pods. So a rule that sees workloads through an ExpansionTemplate
+//! (its findings come from expansion) has no audit count that means the same thing: its check is
+//! `"skipped"`, and the log says why.
 
 use std::collections::BTreeMap;
+use std::collections::BTreeSet;
 
 use jiff::{SignedDuration, Timestamp};
 use report_sinks::model::AuditCheck;
@@ -51,16 +58,31 @@ pub struct AuditOutcome {
     pub errors: BTreeMap<String, u64>,
     /// Log lines naming every Constraint that was skipped (stale or unaudited), sorted.
     pub skipped: Vec<String>,
+    /// The rules skipped because they see workloads through ExpansionTemplates.
+    pub through_expansion: BTreeSet<String>,
 }
 
+/// The reason a rule that sees workloads through ExpansionTemplates is not cross-checked.
+pub const EXPANSION_SKIP_REASON: &str = "its findings come through ExpansionTemplates, and Gatekeeper's audit reviews real Pods, not expansions";
+
 /// Cross-checks `results` (all results of the run's evaluation, any object) against the
-/// Constraints' audit status for each of `rules`.
+/// Constraints' audit status for each of `rules`. The rules of `seen_through_expansion`, and
+/// those with a finding from an ExpansionTemplate's resultant, are skipped (see the module
+/// documentation).
 pub fn cross_check(
     rules: &[String],
     constraints: &[ConstraintAudit],
     results: &[Finding],
     audit: &AuditConfig,
+    seen_through_expansion: &BTreeSet<String>,
 ) -> AuditOutcome {
+    let through_expansion: BTreeSet<String> = results
+        .iter()
+        .filter(|r| r.implied_by.is_some())
+        .map(|r| r.constraint_kind.clone())
+        .chain(seen_through_expansion.iter().cloned())
+        .filter(|rule| rules.contains(rule))
+        .collect();
     // (constraint kind, name) → (results, of which policy errors)
     let mut engine_counts: BTreeMap<(&str, &str), (u64, u64)> = BTreeMap::new();
     for result in results {
@@ -80,7 +102,7 @@ pub fn cross_check(
     let mut sums: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
     let mut skipped = Vec::new();
     for c in constraints {
-        if !rules.contains(&c.kind) {
+        if !rules.contains(&c.kind) || through_expansion.contains(&c.kind) {
             continue;
         }
         let (Some(audited_at), Some(total)) = (c.audit_timestamp, c.total_violations) else {
@@ -141,6 +163,7 @@ pub fn cross_check(
         mismatches,
         errors: error_counts,
         skipped,
+        through_expansion,
     }
 }
 
@@ -232,6 +255,50 @@ mod tests {
     }
 
     #[test]
+    fn rules_seen_through_expansion_are_skipped() {
+        let c = [constraint(
+            "labels",
+            "2026-11-01T00:00:00Z",
+            Some("2026-11-01T00:10:00Z"),
+            Some(0),
+        )];
+        // a finding through a Pod: the audit (which counts real Pods) would never agree
+        let mut found = results("labels", 40);
+        found.push(crate::count::tests::implied(
+            "expand-workloads",
+            result(
+                "K8sRequiredLabels",
+                "labels",
+                "Deployment",
+                "ns",
+                "x",
+                "missing",
+            ),
+        ));
+        let outcome = cross_check(&rules(), &c, &found, &audit_config(), &BTreeSet::new());
+        assert!(outcome.mismatches.is_empty(), "{:?}", outcome.mismatches);
+        assert_eq!(outcome.checks["K8sRequiredLabels"], AuditCheck::Skipped);
+        assert_eq!(
+            outcome.through_expansion,
+            BTreeSet::from(["K8sRequiredLabels".to_string()])
+        );
+        // no finding yet, but the rule sees workloads only through their Pods: skipped too
+        let seen = BTreeSet::from(["K8sRequiredLabels".to_string()]);
+        let outcome = cross_check(&rules(), &c, &[], &audit_config(), &seen);
+        assert_eq!(outcome.checks["K8sRequiredLabels"], AuditCheck::Skipped);
+        assert!(outcome.mismatches.is_empty());
+        // without expansion the same counts disagree
+        let outcome = cross_check(
+            &rules(),
+            &c,
+            &found[..40],
+            &audit_config(),
+            &BTreeSet::new(),
+        );
+        assert_eq!(outcome.mismatches.len(), 1);
+    }
+
+    #[test]
     fn fresh_audit_within_the_tolerance_boundary_agrees() {
         let c = [constraint(
             "labels",
@@ -239,7 +306,13 @@ mod tests {
             Some("2026-11-01T00:10:00Z"),
             Some(100),
         )];
-        let outcome = cross_check(&rules(), &c, &results("labels", 110), &audit_config());
+        let outcome = cross_check(
+            &rules(),
+            &c,
+            &results("labels", 110),
+            &audit_config(),
+            &BTreeSet::new(),
+        );
         assert!(outcome.mismatches.is_empty(), "{:?}", outcome.mismatches);
         assert_eq!(
             outcome.checks["K8sRequiredLabels"],
@@ -249,7 +322,13 @@ mod tests {
             }
         );
         assert_eq!(outcome.checks["K8sContainerLimits"], AuditCheck::Skipped);
-        let outcome = cross_check(&rules(), &c, &results("labels", 111), &audit_config());
+        let outcome = cross_check(
+            &rules(),
+            &c,
+            &results("labels", 111),
+            &audit_config(),
+            &BTreeSet::new(),
+        );
         assert_eq!(
             outcome.mismatches,
             ["audit check disagrees for K8sRequiredLabels: engine 111, audit 100"]
@@ -265,14 +344,26 @@ mod tests {
             Some(0),
         )];
         assert!(
-            cross_check(&rules(), &c, &results("labels", 5), &audit_config())
-                .mismatches
-                .is_empty()
+            cross_check(
+                &rules(),
+                &c,
+                &results("labels", 5),
+                &audit_config(),
+                &BTreeSet::new()
+            )
+            .mismatches
+            .is_empty()
         );
         assert_eq!(
-            cross_check(&rules(), &c, &results("labels", 6), &audit_config())
-                .mismatches
-                .len(),
+            cross_check(
+                &rules(),
+                &c,
+                &results("labels", 6),
+                &audit_config(),
+                &BTreeSet::new()
+            )
+            .mismatches
+            .len(),
             1
         );
     }
@@ -292,6 +383,7 @@ mod tests {
             &[stale.clone(), unaudited.clone()],
             &results("labels-a", 157),
             &audit_config(),
+            &BTreeSet::new(),
         );
         assert!(outcome.mismatches.is_empty());
         assert_eq!(outcome.checks["K8sRequiredLabels"], AuditCheck::Skipped);
@@ -315,7 +407,7 @@ mod tests {
         ] {
             let mut all = results("labels-a", 157);
             all.extend(results("labels-c", 3));
-            let outcome = cross_check(&rules(), &order, &all, &audit_config());
+            let outcome = cross_check(&rules(), &order, &all, &audit_config(), &BTreeSet::new());
             assert_eq!(
                 outcome.checks["K8sRequiredLabels"],
                 AuditCheck::Compared {
@@ -345,7 +437,7 @@ mod tests {
         ];
         let mut all = results("labels-warn", 50);
         all.extend(results("labels-enforced", 10));
-        let outcome = cross_check(&rules(), &c, &all, &audit_config());
+        let outcome = cross_check(&rules(), &c, &all, &audit_config(), &BTreeSet::new());
         assert_eq!(
             outcome.checks["K8sRequiredLabels"],
             AuditCheck::Compared {
@@ -392,7 +484,7 @@ mod tests {
             },
             ..audit_config()
         };
-        let outcome = cross_check(&rules(), &c, &all, &exact);
+        let outcome = cross_check(&rules(), &c, &all, &exact, &BTreeSet::new());
         assert!(outcome.mismatches.is_empty(), "{:?}", outcome.mismatches);
         assert_eq!(
             outcome.checks["K8sRequiredLabels"],
@@ -411,7 +503,7 @@ mod tests {
             total_violations: Some(3),
             ..c[0].clone()
         }];
-        let outcome = cross_check(&rules(), &c, &all, &exact);
+        let outcome = cross_check(&rules(), &c, &all, &exact, &BTreeSet::new());
         assert_eq!(
             outcome.mismatches,
             [

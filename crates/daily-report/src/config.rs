@@ -42,6 +42,13 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(24 * 3600);
 /// The longest `audit.freshAfter`.
 pub const MAX_FRESH_AFTER: Duration = Duration::from_secs(365 * 24 * 3600);
 
+/// The default `loki.lookback`: Loki's usual retention.
+pub const DEFAULT_LOOKBACK: Duration = Duration::from_secs(14 * 24 * 3600);
+
+/// The longest `loki.lookback`: Loki refuses a query longer than its `max_query_length` (721h by
+/// default), and a baseline a month old says little.
+pub const MAX_LOOKBACK: Duration = Duration::from_secs(30 * 24 * 3600);
+
 /// A configuration error; the message names the key.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -86,16 +93,18 @@ pub struct TeamConfig {
     pub namespaces: Vec<String>,
 }
 
-/// The `loki` section: where run lines are pushed and how they are labelled (the environment
-/// adds the credentials; together they make `report_sinks::LokiEndpoint`).
+/// The `loki` section: where run lines are pushed and read back from and how they are labelled
+/// (the environment adds the credentials; together they make `report_sinks::LokiEndpoint`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LokiConfig {
-    /// Base URL (`{url}/loki/api/v1/push` is posted); `None` disables the push.
+    /// Base URL (`{url}/loki/api/v1/push` is posted); `None` disables the push and the history.
     pub url: Option<String>,
     /// The `job` stream label.
     pub job: String,
     /// The tenant, sent as `X-Scope-OrgID`.
     pub tenant: Option<String>,
+    /// How far back the previous run is looked for.
+    pub lookback: Duration,
 }
 
 /// The audit cross-check's tolerance: agreement iff `|engine - audit| <= max(absolute, relative * audit)`.
@@ -146,6 +155,8 @@ pub struct Timeouts {
     pub post: Duration,
     /// The whole evaluation.
     pub engine: Duration,
+    /// Reading the previous run back from Loki, all its requests together.
+    pub query: Duration,
 }
 
 /// The validated configuration.
@@ -169,6 +180,9 @@ pub struct Config {
     pub max_message_chars: usize,
     /// Whether a clean team still gets a digest.
     pub post_when_clean: bool,
+    /// Whether a team whose violations did not change since the previous run is spared its
+    /// digest.
+    pub post_only_on_change: bool,
     /// The dashboard link of the digests.
     pub dashboard_url: Option<String>,
     /// The readme link of the digests.
@@ -179,12 +193,20 @@ pub struct Config {
     pub engine: EngineKind,
     /// The `gator` section (pin and/or local binary), when configured; its pin is valid.
     pub gator: Option<GatorConfig>,
+    /// `k8sNativeValidation` (default true, gator's default): templates with CEL code are
+    /// evaluated by their CEL, by the embedded engine and (unless `gator.k8sNativeValidation`
+    /// says otherwise) by gator.
+    pub k8s_native_validation: bool,
     /// Audit cross-check settings.
     pub audit: AuditConfig,
     /// Message categories per rule.
     pub categories: BTreeMap<String, Vec<Category>>,
     /// Timeouts.
     pub timeouts: Timeouts,
+    /// Per team, the environment variable holding its webhook when it is not `<TEAM>_WEBHOOK`
+    /// (for a team such as `3d`, whose default name starts with a digit, on clusters that
+    /// refuse such names).
+    pub webhook_env: BTreeMap<String, String>,
 }
 
 #[derive(Deserialize)]
@@ -198,14 +220,17 @@ struct RawConfig {
     max_names_per_rule: Option<i64>,
     max_message_chars: Option<i64>,
     post_when_clean: Option<bool>,
+    post_only_on_change: Option<bool>,
     dashboard_url: Option<String>,
     readme_url: Option<String>,
     loki: Option<RawLoki>,
     engine: Option<EngineKind>,
     gator: Option<GatorConfig>,
+    k8s_native_validation: Option<bool>,
     audit: Option<RawAudit>,
     categories: Option<BTreeMap<String, Vec<RawCategory>>>,
     timeouts: Option<RawTimeouts>,
+    webhook_env: Option<BTreeMap<String, String>>,
 }
 
 #[derive(Deserialize)]
@@ -221,6 +246,7 @@ struct RawLoki {
     url: Option<String>,
     job: Option<String>,
     tenant: Option<String>,
+    lookback: Option<String>,
 }
 
 #[derive(Deserialize, Default)]
@@ -250,17 +276,28 @@ struct RawTimeouts {
     api: Option<String>,
     post: Option<String>,
     engine: Option<String>,
+    query: Option<String>,
 }
 
-/// Parses a duration written as `<n>s`, `<n>m` or `<n>h` (`<n>` ASCII digits, surrounding
-/// whitespace ignored). `None` for anything else, including a number of seconds too large for
-/// a `Duration` or a non-ASCII unit (`10ｍ`).
+/// A name every Kubernetes release accepts for a container environment variable (a C identifier).
+fn is_portable_env_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
+/// Parses a duration written as `<n>s`, `<n>m`, `<n>h` or `<n>d` (`<n>` ASCII digits,
+/// surrounding whitespace ignored). `None` for anything else, including a number of seconds too
+/// large for a `Duration` or a non-ASCII unit (`10ｍ`).
 pub fn parse_duration(text: &str) -> Option<Duration> {
     let text = text.trim();
     let unit_seconds: u64 = match text.as_bytes().last()? {
         b's' => 1,
         b'm' => 60,
         b'h' => 3600,
+        b'd' => 24 * 3600,
         _ => return None,
     };
     let number = &text[..text.len() - 1];
@@ -271,24 +308,43 @@ pub fn parse_duration(text: &str) -> Option<Duration> {
     Some(Duration::from_secs(n.checked_mul(unit_seconds)?))
 }
 
-/// A duration key: absent gives `default`; present must parse, be positive unless `allow_zero`,
-/// and be at most `max`.
-fn duration_key(
-    key: &str,
-    text: Option<String>,
+/// How a duration key is checked: its default, its maximum, whether 0 is allowed, and the
+/// examples an error shows.
+struct DurationRule {
     default: Duration,
     max: Duration,
     allow_zero: bool,
+    examples: &'static str,
+}
+
+/// The rule of the `timeouts.*` and `audit.freshAfter` keys: positive unless `allow_zero`.
+fn short_duration(default: Duration, max: Duration, allow_zero: bool) -> DurationRule {
+    DurationRule {
+        default,
+        max,
+        allow_zero,
+        examples: "30s, 10m or 1h",
+    }
+}
+
+/// A duration key: absent gives the rule's default; present must parse, be positive unless
+/// allowed to be 0, and be at most the rule's maximum.
+fn duration_key(
+    key: &str,
+    text: Option<String>,
+    rule: DurationRule,
 ) -> Result<Duration, ConfigError> {
+    let DurationRule {
+        default,
+        max,
+        allow_zero,
+        examples,
+    } = rule;
     let Some(text) = text else {
         return Ok(default);
     };
-    let duration = parse_duration(&text).ok_or_else(|| {
-        invalid(
-            key,
-            format!("{text:?} is not a duration like 30s, 10m or 1h"),
-        )
-    })?;
+    let duration = parse_duration(&text)
+        .ok_or_else(|| invalid(key, format!("{text:?} is not a duration like {examples}")))?;
     if duration.is_zero() && !allow_zero {
         return Err(invalid(key, format!("{text:?} must be longer than 0s")));
     }
@@ -301,10 +357,11 @@ fn duration_key(
     Ok(duration)
 }
 
-/// `86400s` as `24h`, `600s` as `10m`.
-fn humanize(duration: Duration) -> String {
+/// `86400s` as `24h`, `600s` as `10m`, `2592000s` (30 days) as `30d`.
+pub(crate) fn humanize(duration: Duration) -> String {
     let secs = duration.as_secs();
     match secs {
+        s if s > 24 * 3600 && s % (24 * 3600) == 0 => format!("{}d", s / (24 * 3600)),
         s if s % 3600 == 0 => format!("{}h", s / 3600),
         s if s % 60 == 0 => format!("{}m", s / 60),
         s => format!("{s}s"),
@@ -437,15 +494,27 @@ fn at_least(key: &str, value: Option<i64>, min: i64, default: usize) -> Result<u
     }
 }
 
-/// The `loki` section: an http(s) URL when given, a non-empty job, a tenant when not empty.
+/// The `loki` section: an http(s) URL when given, a non-empty job, a tenant when not empty, a
+/// look-back of at most [`MAX_LOOKBACK`].
 fn loki(raw: Option<RawLoki>) -> Result<LokiConfig, ConfigError> {
     let Some(raw) = raw else {
         return Ok(LokiConfig {
             url: None,
             job: DEFAULT_LOKI_JOB.into(),
             tenant: None,
+            lookback: DEFAULT_LOOKBACK,
         });
     };
+    let lookback = duration_key(
+        "loki.lookback",
+        raw.lookback,
+        DurationRule {
+            default: DEFAULT_LOOKBACK,
+            max: MAX_LOOKBACK,
+            allow_zero: false,
+            examples: "14d or 72h",
+        },
+    )?;
     if let Some(url) = &raw.url {
         check_http_url("loki.url", url)?;
     }
@@ -457,6 +526,7 @@ fn loki(raw: Option<RawLoki>) -> Result<LokiConfig, ConfigError> {
         url: raw.url,
         job,
         tenant: raw.tenant.filter(|t| !t.is_empty()),
+        lookback,
     })
 }
 
@@ -465,9 +535,7 @@ fn audit(raw: RawAudit) -> Result<AuditConfig, ConfigError> {
     let fresh_after = duration_key(
         "audit.freshAfter",
         raw.fresh_after,
-        Duration::from_secs(600),
-        MAX_FRESH_AFTER,
-        true,
+        short_duration(Duration::from_secs(600), MAX_FRESH_AFTER, true),
     )?;
     let tolerance = raw.tolerance.unwrap_or_default();
     let absolute = match tolerance.absolute {
@@ -537,11 +605,13 @@ fn categories(
 
 /// The `timeouts` section: each positive and at most [`MAX_TIMEOUT`].
 fn timeouts(raw: RawTimeouts) -> Result<Timeouts, ConfigError> {
-    let timeout = |key, text, default| duration_key(key, text, default, MAX_TIMEOUT, false);
+    let timeout =
+        |key, text, default| duration_key(key, text, short_duration(default, MAX_TIMEOUT, false));
     Ok(Timeouts {
         api: timeout("timeouts.api", raw.api, Duration::from_secs(30))?,
         post: timeout("timeouts.post", raw.post, Duration::from_secs(10))?,
         engine: timeout("timeouts.engine", raw.engine, Duration::from_secs(600))?,
+        query: timeout("timeouts.query", raw.query, Duration::from_secs(30))?,
     })
 }
 
@@ -592,7 +662,7 @@ impl Config {
             }
             None => None,
         };
-        Ok(Config {
+        Config {
             cluster: raw.cluster,
             default_team: raw.default_team,
             teams,
@@ -601,16 +671,62 @@ impl Config {
             max_names_per_rule: at_least("maxNamesPerRule", raw.max_names_per_rule, 1, 10)?,
             max_message_chars: at_least("maxMessageChars", raw.max_message_chars, 500, 12_000)?,
             post_when_clean: raw.post_when_clean.unwrap_or(false),
+            post_only_on_change: raw.post_only_on_change.unwrap_or(false),
             dashboard_url: raw.dashboard_url,
             readme_url: raw.readme_url,
             loki: loki(raw.loki)?,
             engine: raw.engine.unwrap_or_default(),
             gator,
+            k8s_native_validation: raw.k8s_native_validation.unwrap_or(true),
             audit: audit(raw.audit.unwrap_or_default())?,
             categories: categories(raw.categories.unwrap_or_default(), &kinds)?,
             timeouts: timeouts(raw.timeouts.unwrap_or_default())?,
             constraint_kinds: raw.constraint_kinds,
-        })
+            webhook_env: BTreeMap::new(),
+        }
+        .with_webhook_env(raw.webhook_env.unwrap_or_default())
+    }
+
+    /// Adds the `webhookEnv` overrides: each names a team that receives messages and a portable
+    /// variable name, and no two teams end up reading the same variable.
+    fn with_webhook_env(
+        mut self,
+        overrides: BTreeMap<String, String>,
+    ) -> Result<Config, ConfigError> {
+        let postable = self.postable_teams();
+        for (team, var) in &overrides {
+            let key = format!("webhookEnv.{team}");
+            if !postable.contains(team) {
+                return Err(invalid(key, "not a team that receives messages"));
+            }
+            if !is_portable_env_name(var) {
+                return Err(invalid(
+                    key,
+                    format!("{var:?} is not an environment variable name ([A-Za-z_][A-Za-z0-9_]*)"),
+                ));
+            }
+        }
+        self.webhook_env = overrides;
+        let mut readers: BTreeMap<String, String> = BTreeMap::new();
+        for team in postable {
+            let var = self.webhook_env_var_of(&team);
+            if let Some(other) = readers.insert(var.clone(), team.clone()) {
+                return Err(invalid(
+                    "webhookEnv",
+                    format!("teams {other:?} and {team:?} would both read {var}"),
+                ));
+            }
+        }
+        Ok(self)
+    }
+
+    /// The environment variable holding `team`'s webhook: its `webhookEnv` override, else
+    /// `<TEAM>_WEBHOOK`.
+    pub fn webhook_env_var_of(&self, team: &str) -> String {
+        self.webhook_env
+            .get(team)
+            .cloned()
+            .unwrap_or_else(|| webhook_env_var(team))
     }
 
     /// Every team that can receive a message: the configured teams except `silenced`, plus the
@@ -635,6 +751,18 @@ impl Config {
     }
 }
 
+/// Every environment variable `workload-report run` reads besides each postable team's
+/// `<TEAM>_WEBHOOK` ([`webhook_env_var`]): what a deployment (the Helm chart) must be able to
+/// set. A test reads the environment through a recording lookup to keep this list exact.
+pub const ENV_VARS: &[&str] = &[
+    "DRY_RUN",
+    "POST_WHEN_CLEAN",
+    "LOKI_URL",
+    "LOKI_USERNAME",
+    "LOKI_PASSWORD",
+    "LOKI_TOKEN",
+];
+
 /// What the environment adds to the config.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -648,6 +776,8 @@ pub struct Settings {
     pub loki_auth: Option<LokiAuth>,
     /// Each postable team's webhook value as found (`None` when the variable is unset or empty).
     pub webhooks: BTreeMap<String, Option<SecretString>>,
+    /// Each postable team's webhook variable name (for messages that say which one is unset).
+    pub webhook_vars: BTreeMap<String, String>,
     /// Credentials of the cluster connection (the kube token), added by the live run once the
     /// source is known, so that [`Settings::redactor`] knows them too.
     pub cluster_credentials: Redactor,
@@ -764,9 +894,12 @@ impl Settings {
             }
         };
         let mut webhooks = BTreeMap::new();
+        let mut webhook_vars = BTreeMap::new();
         for team in config.postable_teams() {
-            let value = secret_var(&webhook_env_var(&team), lookup)?.map(SecretString::from);
-            webhooks.insert(team, value);
+            let var = config.webhook_env_var_of(&team);
+            let value = secret_var(&var, lookup)?.map(SecretString::from);
+            webhooks.insert(team.clone(), value);
+            webhook_vars.insert(team, var);
         }
         Ok(Settings {
             dry_run,
@@ -774,6 +907,7 @@ impl Settings {
             loki_url,
             loki_auth,
             webhooks,
+            webhook_vars,
             cluster_credentials: Redactor::new(),
         })
     }
@@ -795,12 +929,21 @@ mod tests {
     }
 
     #[test]
+    fn k8s_native_validation_turns_cel_off_and_must_be_a_boolean() {
+        let off = Config::from_yaml(&format!("{MINIMAL}k8sNativeValidation: false\n")).unwrap();
+        assert!(!off.k8s_native_validation);
+        let error = error_of(&format!("{MINIMAL}k8sNativeValidation: sometimes\n"));
+        assert!(error.contains("k8sNativeValidation"), "{error}");
+    }
+
+    #[test]
     fn minimal_config_gets_the_documented_defaults() {
         let config = Config::from_yaml(MINIMAL).unwrap();
         assert_eq!(config.workload_kinds, WorkloadKind::DEFAULT);
         assert_eq!(config.max_names_per_rule, 10);
         assert!(!config.post_when_clean);
         assert_eq!(config.engine, EngineKind::Embedded);
+        assert!(config.k8s_native_validation, "CEL on, as gator's default");
         assert_eq!(config.audit.fresh_after, Duration::from_secs(600));
         assert_eq!(
             config.audit.tolerance,
@@ -929,6 +1072,62 @@ mod tests {
     }
 
     #[test]
+    fn a_team_reads_its_webhook_from_its_override_else_the_default_name() {
+        let config = Config::from_yaml(
+            "cluster: c\ndefaultTeam: infra\nteams: [{name: 3d, namespaces: [render-*]}, {name: web, namespaces: [web-*]}]\nconstraintKinds: [A]\nwebhookEnv: {3d: THREE_D_WEBHOOK}\n",
+        )
+        .unwrap();
+        assert_eq!(config.webhook_env_var_of("3d"), "THREE_D_WEBHOOK");
+        assert_eq!(config.webhook_env_var_of("web"), "WEB_WEBHOOK");
+        let env = |name: &str| {
+            (name == "THREE_D_WEBHOOK").then(|| "https://hooks.example/3d".to_string())
+        };
+        let settings = Settings::from_env(&config, false, &env).unwrap();
+        assert!(settings.webhooks["3d"].is_some());
+        assert!(settings.webhooks["web"].is_none());
+        assert_eq!(settings.webhook_vars["web"], "WEB_WEBHOOK");
+        // Without the override the team reads 3D_WEBHOOK, a name recent Kubernetes accepts.
+        let config =
+            Config::from_yaml("cluster: c\ndefaultTeam: 3d\nteams: []\nconstraintKinds: [A]\n")
+                .unwrap();
+        assert_eq!(config.webhook_env_var_of("3d"), "3D_WEBHOOK");
+    }
+
+    #[test]
+    fn webhook_env_overrides_are_checked() {
+        let base = "cluster: c\ndefaultTeam: infra\nteams: [{name: web, namespaces: [web-*]}, {name: silenced, namespaces: [x]}]\nconstraintKinds: [A]\n";
+        let cases = [
+            (
+                "webhookEnv: {ops: OPS_HOOK}\n",
+                "config: webhookEnv.ops: not a team that receives messages",
+            ),
+            (
+                "webhookEnv: {silenced: S_HOOK}\n",
+                "config: webhookEnv.silenced: not a team that receives messages",
+            ),
+            (
+                "webhookEnv: {web: 3WEB}\n",
+                "config: webhookEnv.web: \"3WEB\" is not an environment variable name",
+            ),
+            (
+                "webhookEnv: {web: WEB-HOOK}\n",
+                "config: webhookEnv.web: \"WEB-HOOK\" is not an environment variable name",
+            ),
+            (
+                "webhookEnv: {web: INFRA_WEBHOOK}\n",
+                "config: webhookEnv: teams \"infra\" and \"web\" would both read INFRA_WEBHOOK",
+            ),
+        ];
+        for (extra, expected) in cases {
+            let error = error_of(&format!("{base}{extra}"));
+            assert!(
+                error.starts_with(expected),
+                "{error:?} should start with {expected:?}"
+            );
+        }
+    }
+
+    #[test]
     fn env_is_read_through_the_lookup() {
         let config = Config::from_yaml(
             "cluster: c\ndefaultTeam: infra\nteams: [{name: web, namespaces: [web-*]}, {name: silenced, namespaces: [x]}]\nconstraintKinds: [A]\nloki: {url: 'http://loki:3100'}\n",
@@ -1044,7 +1243,7 @@ mod tests {
             ),
             (
                 "audit: {freshAfter: 9000h}\n",
-                "config: audit.freshAfter: \"9000h\" is longer than the maximum 8760h",
+                "config: audit.freshAfter: \"9000h\" is longer than the maximum 365d",
             ),
             (
                 "timeouts: {post: +5s}\n",
@@ -1063,6 +1262,41 @@ mod tests {
         assert_eq!(timeouts.post, Duration::from_secs(60));
         assert_eq!(timeouts.engine, Duration::from_secs(90));
         assert_eq!(fresh, Duration::ZERO);
+    }
+
+    #[test]
+    fn the_history_keys_have_defaults_and_bounds() {
+        let config = Config::from_yaml(MINIMAL).unwrap();
+        assert!(!config.post_only_on_change);
+        assert_eq!(config.loki.lookback, Duration::from_secs(14 * 86_400));
+        assert_eq!(config.timeouts.query, Duration::from_secs(30));
+        let config = Config::from_yaml(&format!(
+            "{MINIMAL}postOnlyOnChange: true\nloki: {{url: 'http://loki:3100', lookback: 3d}}\ntimeouts: {{query: 45s}}\n"
+        ))
+        .unwrap();
+        assert!(config.post_only_on_change);
+        assert_eq!(config.loki.lookback, Duration::from_secs(3 * 86_400));
+        assert_eq!(config.timeouts.query, Duration::from_secs(45));
+        for (text, expected) in [
+            (
+                "loki: {lookback: 31d}\n",
+                "config: loki.lookback: \"31d\" is longer than the maximum 30d",
+            ),
+            (
+                "loki: {lookback: 0d}\n",
+                "config: loki.lookback: \"0d\" must be longer than 0s",
+            ),
+            (
+                "loki: {lookback: 2 weeks}\n",
+                "config: loki.lookback: \"2 weeks\" is not a duration like 14d or 72h",
+            ),
+            (
+                "timeouts: {query: 2d}\n",
+                "config: timeouts.query: \"2d\" is longer than the maximum 24h",
+            ),
+        ] {
+            assert_eq!(error_of(&format!("{MINIMAL}{text}")), expected, "{text}");
+        }
     }
 
     #[test]
@@ -1104,5 +1338,25 @@ mod tests {
         assert_eq!(config.category_of("A", "label x invalid"), "invalid");
         assert_eq!(config.category_of("A", "something else"), "other");
         assert_eq!(config.category_of("B", "missing"), "other");
+    }
+
+    /// `Settings::from_env` reads exactly `ENV_VARS` and the webhook variables of the postable
+    /// teams: nothing else, nothing less.
+    #[test]
+    fn env_vars_lists_every_variable_the_settings_read() {
+        let config = Config::from_yaml(
+            "cluster: c\ndefaultTeam: infra\nteams: [{name: web, namespaces: [web-*]}, {name: silenced, namespaces: [x]}]\nconstraintKinds: [A]\n",
+        )
+        .unwrap();
+        let read = std::cell::RefCell::new(std::collections::BTreeSet::new());
+        let recording = |name: &str| {
+            read.borrow_mut().insert(name.to_string());
+            None
+        };
+        Settings::from_env(&config, false, &recording).unwrap();
+        let mut expected: std::collections::BTreeSet<String> =
+            ENV_VARS.iter().map(|name| name.to_string()).collect();
+        expected.extend(["INFRA_WEBHOOK".to_string(), "WEB_WEBHOOK".to_string()]);
+        assert_eq!(read.into_inner(), expected);
     }
 }

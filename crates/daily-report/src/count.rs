@@ -2,7 +2,10 @@
 //!
 //! A workload is keyed by (kind, namespace, name): a StatefulSet and a Deployment of the same
 //! name are two workloads. A workload flagged by two Constraints of one kind (`<rule>-warn` and
-//! `<rule>-enforced`) counts once for that rule. Only results about the configured workload kinds
+//! `<rule>-enforced`) counts once for that rule, and so does a workload flagged both directly and
+//! through the resource an ExpansionTemplate makes of it (its Pod): the direct finding is the one
+//! listed, and message categories are matched on what the Constraint said, without Gatekeeper's
+//! `[Implied by <template>] ` prefix. Only results about the configured workload kinds
 //! and from the configured Constraint kinds count; the result order does not matter.
 //!
 //! A result is either a violation or a policy error ([`FindingKind`]): Gatekeeper reports a
@@ -62,12 +65,31 @@ pub struct Finding {
     pub msg: String,
     /// A violation or a policy error.
     pub kind: FindingKind,
+    /// The ExpansionTemplate whose resultant (e.g. the workload's Pod) gave the result; `None`
+    /// when the Constraint reviewed the object itself.
+    pub implied_by: Option<String>,
+}
+
+impl Finding {
+    /// The message without Gatekeeper's `[Implied by <template>] ` prefix.
+    pub fn own_message(&self) -> &str {
+        match &self.implied_by {
+            Some(template) => self
+                .msg
+                .strip_prefix(gatekeeper_engine::result::IMPLIED_BY_PREFIX)
+                .and_then(|rest| rest.strip_prefix(template.as_str()))
+                .and_then(|rest| rest.strip_prefix("] "))
+                .unwrap_or(&self.msg),
+            None => &self.msg,
+        }
+    }
 }
 
 impl From<ReviewResult> for Finding {
     fn from(result: ReviewResult) -> Finding {
         Finding {
             kind: FindingKind::of(&result),
+            implied_by: result.implied_by().map(str::to_string),
             constraint_kind: result.constraint.kind,
             constraint_name: result.constraint.name,
             object_kind: result.object.kind,
@@ -88,11 +110,22 @@ struct RuleFindings<'a> {
 /// Counts `results` per team → namespace → rule. Every configured team (and the default team)
 /// is present, clean teams with an empty report.
 pub fn count(config: &Config, results: &[Finding]) -> BTreeMap<String, TeamReport> {
+    let flagged_directly: BTreeSet<DirectKey<'_>> = results
+        .iter()
+        .filter(|r| r.implied_by.is_none() && r.kind == FindingKind::Violation)
+        .map(direct_key)
+        .collect();
     let mut grouped: BTreeMap<(&str, &str), RuleFindings<'_>> = BTreeMap::new();
     for result in results {
         let Some(namespace) = result.namespace.as_deref() else {
             continue;
         };
+        if result.implied_by.is_some()
+            && result.kind == FindingKind::Violation
+            && flagged_directly.contains(&direct_key(result))
+        {
+            continue;
+        }
         if !config
             .workload_kinds
             .iter()
@@ -109,9 +142,10 @@ pub fn count(config: &Config, results: &[Finding]) -> BTreeMap<String, TeamRepor
                 kind: result.object_kind.clone(),
                 name: result.name.clone(),
                 category: config
-                    .category_of(&result.constraint_kind, &result.msg)
+                    .category_of(&result.constraint_kind, result.own_message())
                     .to_string(),
                 message: result.msg.clone(),
+                new: false,
             }),
             FindingKind::PolicyError => {
                 found
@@ -140,6 +174,18 @@ pub fn count(config: &Config, results: &[Finding]) -> BTreeMap<String, TeamRepor
             .insert(rule.to_string(), report);
     }
     teams
+}
+
+/// (rule, namespace, object kind, name): one workload as one rule sees it.
+type DirectKey<'a> = (&'a str, Option<&'a str>, &'a str, &'a str);
+
+fn direct_key(result: &Finding) -> DirectKey<'_> {
+    (
+        &result.constraint_kind,
+        result.namespace.as_deref(),
+        &result.object_kind,
+        &result.name,
+    )
 }
 
 /// Every Constraint of a configured kind that failed to evaluate, sorted by (rule, constraint):
@@ -204,6 +250,17 @@ pub(crate) mod tests {
             name: name.into(),
             msg: msg.into(),
             kind: FindingKind::Violation,
+            implied_by: None,
+        }
+    }
+
+    /// `finding` as found through ExpansionTemplate `template` (its message prefixed as
+    /// Gatekeeper prefixes it).
+    pub(crate) fn implied(template: &str, finding: Finding) -> Finding {
+        Finding {
+            msg: format!("[Implied by {template}] {}", finding.msg),
+            implied_by: Some(template.into()),
+            ..finding
         }
     }
 
@@ -220,6 +277,39 @@ pub(crate) mod tests {
             "cluster: dev\ndefaultTeam: infra\nteams:\n  - {name: raster, namespaces: ['dem-*', raster-dev]}\n  - {name: silenced, namespaces: ['kube-*']}\nconstraintKinds: [K8sRequiredLabels, K8sContainerLimits]\nmaxNamesPerRule: 2\ncategories:\n  K8sRequiredLabels:\n    - {name: missing, pattern: '^missing'}\n    - {name: invalid, pattern: 'invalid'}\n",
         )
         .unwrap()
+    }
+
+    #[test]
+    fn a_workload_flagged_directly_and_through_its_pod_counts_once() {
+        let labels = |name: &str, msg: &str| {
+            result(
+                "K8sRequiredLabels",
+                "labels",
+                "Deployment",
+                "dem-dev",
+                name,
+                msg,
+            )
+        };
+        let direct = labels("api", "invalid owner");
+        let through_pod = implied(
+            "expand-workloads",
+            labels("api", "missing owner on the Pod"),
+        );
+        let only_pod = implied("expand-workloads", labels("web", "missing owner"));
+        let results = [through_pod, direct, only_pod];
+        let teams = count(&config(), &results);
+        let rule = &teams["raster"].namespaces["dem-dev"].rules["K8sRequiredLabels"];
+        assert_eq!(rule.count, 2);
+        assert_eq!(rule.names, ["api", "web"]);
+        // the direct finding is the one kept, and categories read the unprefixed message
+        assert_eq!(rule.workloads[0].message, "invalid owner");
+        assert_eq!(
+            rule.workloads[1].message,
+            "[Implied by expand-workloads] missing owner"
+        );
+        assert_eq!(rule.categories["invalid"], 1);
+        assert_eq!(rule.categories["missing"], 1);
     }
 
     #[test]
@@ -583,7 +673,8 @@ pub(crate) mod tests {
         let text = r#"[
             {"msg": "v", "metadata": {"details": {}}, "constraint": {"kind": "K", "metadata": {"name": "c"}}},
             {"msg": "e", "metadata": {"details": null}, "constraint": {"kind": "K", "metadata": {"name": "c"}}},
-            {"msg": "unable to match constraints", "constraint": {"kind": "K", "metadata": {"name": "c"}}}
+            {"msg": "expression 'object.x' resulted in error: no such key: x", "constraint": {"kind": "K", "metadata": {"name": "c"}}},
+            {"msg": "too many replicas", "constraint": {"kind": "K", "metadata": {"name": "c"}}}
         ]"#;
         let kinds: Vec<FindingKind> = gator_runner::run::parse_results(text)
             .unwrap()
@@ -595,7 +686,9 @@ pub(crate) mod tests {
             [
                 FindingKind::Violation,
                 FindingKind::PolicyError,
-                FindingKind::PolicyError
+                // A CEL template's results carry no metadata: the text tells an error.
+                FindingKind::PolicyError,
+                FindingKind::Violation
             ]
         );
     }

@@ -21,15 +21,18 @@ use cluster_projection::{ClusterSource, ClusterState, ReadSpec};
 use gator_runner::{EngineConfig, EngineKind, PolicyEngine, ReviewInput};
 use jiff::Timestamp;
 use redaction::error_text;
+use report_sinks::loki::QueryError;
 use report_sinks::slack::SlackMessage;
 use report_sinks::{
-    HttpOptions, LokiClient, LokiEndpoint, LokiPush, SendError, SlackPoster, WebhookUrl,
+    HistoryError, HistoryQuery, HttpOptions, LokiClient, LokiEndpoint, LokiPush, PreviousRun,
+    SendError, SlackPoster, WebhookUrl,
 };
 use serde_json::Value;
 
 use crate::audit::ConstraintAudit;
 use crate::config::{Config, Settings};
 use crate::count::Finding;
+use crate::coverage::{Coverage, coverage};
 use crate::run::{Collected, Delivery, RunContext, RunOutput, execute};
 
 /// A setup problem: the run could not start (the binary exits 2).
@@ -254,7 +257,7 @@ pub fn run_live(
 }
 
 /// The engine settings of this run: the config's `gator` section with `--gator PATH` over its
-/// `path`, the work dir, and `timeouts.engine` as gator's limit.
+/// `path`, the work dir, `timeouts.engine` as gator's limit, and `k8sNativeValidation`.
 fn engine_config(
     config: &Config,
     engine: EngineKind,
@@ -271,6 +274,7 @@ fn engine_config(
         work.path().map(Path::to_path_buf).unwrap_or_default(),
     );
     engine_config.timeout = config.timeouts.engine;
+    engine_config.engine_options.k8s_native_validation = config.k8s_native_validation;
     engine_config
 }
 
@@ -290,12 +294,19 @@ impl Reader<'_> {
     fn collect(&self) -> Result<Collected, String> {
         let (policy, mut workloads) = self.open()?;
         (self.log)(&format!(
-            "read {} templates, {} constraints, {} namespaces; reviewing the workloads a page at a time",
+            "read {} templates, {} constraints, {} expansion templates, {} namespaces; reviewing the workloads a page at a time",
             policy.templates.len(),
             policy.constraints.len(),
+            policy.expansion_templates.len(),
             policy.namespaces.len(),
         ));
         let constraints = audit_facts(&policy)?;
+        let coverage = coverage(
+            &self.config.constraint_kinds,
+            &self.config.workload_kinds,
+            &policy,
+        )
+        .map_err(|e| format!("invalid ExpansionTemplates: {}", error_text(&e)))?;
         let template_kinds: BTreeSet<String> = policy
             .templates
             .iter()
@@ -331,6 +342,8 @@ impl Reader<'_> {
             results,
             constraints,
             template_kinds,
+            expansion_rules: coverage.expansion_rules(),
+            warnings: coverage.warnings(),
         })
     }
 
@@ -384,8 +397,15 @@ impl Reader<'_> {
             .runtime
             .block_on(gator_runner::build_engine(self.engine_config))
             .map_err(|e| error_text(&e))?;
+        // Mutators are read only to warn about them: Gatekeeper's expansion would apply them, we
+        // do not, and no engine is given them.
         let policy_objects: Vec<Value> = policy
-            .raw_objects()
+            .templates
+            .iter()
+            .map(|t| &t.raw)
+            .chain(policy.constraints.iter().map(|c| &c.raw))
+            .chain(policy.expansion_templates.iter().map(|e| &e.raw))
+            .chain(policy.namespaces.iter().map(|n| &n.raw))
             .map(|raw| cluster_projection::project_owned(raw.to_value()))
             .collect();
         let inspect = self.inspected_projection();
@@ -532,6 +552,57 @@ impl Workloads {
 /// How many workloads of a snapshot are given at a time (a live read gives list pages).
 const HELD_PAGE: usize = 500;
 
+/// Reads what the config selects from the snapshot of `options`, or else from `source`; every
+/// error is a reason text.
+fn read_state(
+    config: &Config,
+    options: &LiveOptions,
+    source: Option<&ClusterSource>,
+    runtime: &tokio::runtime::Runtime,
+) -> Result<ClusterState, String> {
+    let spec = ReadSpec {
+        workload_kinds: config.workload_kinds.clone(),
+        constraint_kinds: config.constraint_kinds.clone(),
+        request_timeout: config.timeouts.api,
+        ..ReadSpec::default()
+    };
+    match (&options.snapshot, source) {
+        (Some(path), _) => {
+            let state = cluster_projection::read_snapshot(path)
+                .map_err(|e| format!("failed to read the snapshot: {}", error_text(&e)))?;
+            state
+                .restrict_to(&spec)
+                .map_err(|e| format!("snapshot {}: {}", path.display(), error_text(&e)))
+        }
+        (None, None) => Err("no cluster source and no snapshot".to_string()),
+        (None, Some(source)) => runtime
+            .block_on(cluster_projection::read_cluster(source, &spec))
+            .map_err(|e| {
+                format!(
+                    "failed to read the cluster ({}): {}",
+                    source.describe(),
+                    error_text(&e)
+                )
+            }),
+    }
+}
+
+/// What `workload-report explain` shows: which workload kinds each configured rule can see, and
+/// how, in the snapshot of `options` or the cluster (read as a run reads it).
+pub fn explain(config: &Config, options: &LiveOptions) -> Result<Coverage, String> {
+    let source = options
+        .snapshot
+        .is_none()
+        .then(|| ClusterSource::detect(options.kubeconfig.clone(), options.context.clone()));
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("failed to start the async runtime: {e}"))?;
+    let state = read_state(config, options, source.as_ref(), &runtime)?;
+    coverage(&config.constraint_kinds, &config.workload_kinds, &state)
+        .map_err(|e| format!("invalid ExpansionTemplates: {}", error_text(&e)))
+}
+
 fn audit_facts(state: &ClusterState) -> Result<Vec<ConstraintAudit>, String> {
     state
         .constraints
@@ -548,7 +619,8 @@ fn audit_facts(state: &ClusterState) -> Result<Vec<ConstraintAudit>, String> {
         .collect()
 }
 
-/// Slack and Loki over report-sinks' clients, on the run's runtime.
+/// Slack and Loki over report-sinks' clients, on the run's runtime: posts, the push, and the
+/// previous run read back.
 struct LiveDelivery<'a> {
     runtime: &'a tokio::runtime::Runtime,
     poster: SlackPoster,
@@ -572,6 +644,19 @@ impl Delivery for LiveDelivery<'_> {
         };
         let client = LokiClient::new(config, &self.http)?;
         self.runtime.block_on(client.push(push))
+    }
+
+    /// Reads with the query's timeout per request (the read as a whole has it too).
+    fn previous_run(&mut self, query: &HistoryQuery) -> Result<Option<PreviousRun>, HistoryError> {
+        let Some(config) = &self.loki else {
+            return Ok(None);
+        };
+        let http = HttpOptions {
+            timeout: query.timeout,
+            ..self.http.clone()
+        };
+        let client = LokiClient::new(config, &http).map_err(QueryError::from)?;
+        self.runtime.block_on(client.previous_run(query))
     }
 }
 

@@ -1,5 +1,5 @@
 //! One report run, orchestrated over injectable I/O: collect (read + evaluate), count, cross-check,
-//! post, push, and decide the status.
+//! compare with the previous run, post, push, and decide the status.
 //!
 //! Status rules ([`Outcome`] is the one place they are applied):
 //! - **skipped**: collecting failed (API error, 410, missing Constraint kind, engine or gator
@@ -14,10 +14,19 @@
 //! and the Loki push); the run line is always returned for stdout and pushed to Loki. A dry run
 //! suppresses Slack only: a team without a webhook still makes the run partial.
 //!
+//! Warnings (a configured rule that can flag no workload, mutators the expansions do not get —
+//! see [`crate::coverage`]) are not problems of the run either: it stays ok, and its warning lines go to the default team in the
+//! problems message, which is sent for them also when the run is ok.
+//!
 //! Policy errors (a Constraint that failed to evaluate on some objects) are not problems of the
 //! run: when the engines themselves worked the run stays ok. They are the policy owners' to fix,
 //! so the problems message goes to the default team also for an ok run that has them, naming
 //! every erring Constraint; like any message, one that cannot be delivered makes the run partial.
+//!
+//! The change since the previous run is not a problem either: a run that counted reads its
+//! previous run back from Loki ([`Delivery::previous_run`]) and compares ([`crate::history`]);
+//! when that cannot be done (no Loki URL, an error, a timeout, a bad answer, no earlier run) the
+//! digests say the change is unknown, the log says why, and the status does not change.
 
 use std::any::Any;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,13 +34,21 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use gator_runner::EngineKind;
 use jiff::Timestamp;
-use report_sinks::model::{AuditCheck, PolicyError, Report, RunStatus, RunSummary, TeamReport};
+use report_sinks::model::{
+    AuditCheck, History, PolicyError, PreviousRunRef, Report, RunStatus, RunSummary, TeamReport,
+};
 use report_sinks::slack::{SlackMessage, SlackOptions, SlackSink, TeamDigest, problems_message};
-use report_sinks::{LokiPush, LokiSink, Redactor, SendError, WebhookUrl};
+use report_sinks::{
+    HistoryError, HistoryLimits, HistoryQuery, LokiPush, LokiSink, PreviousRun, Redactor,
+    SendError, WebhookUrl,
+};
 
-use crate::audit::{ConstraintAudit, all_skipped, cross_check, of_them_errors};
-use crate::config::{Config, Settings, webhook_env_var};
+use crate::audit::{
+    ConstraintAudit, EXPANSION_SKIP_REASON, all_skipped, cross_check, of_them_errors,
+};
+use crate::config::{Config, Settings, humanize};
 use crate::count::{Finding, count, policy_errors};
+use crate::history::compare;
 
 /// What collecting gives the run: the evaluation's results and the audit facts.
 #[derive(Debug, Clone, Default)]
@@ -42,10 +59,16 @@ pub struct Collected {
     pub constraints: Vec<ConstraintAudit>,
     /// The Constraint kinds that have a ConstraintTemplate in the cluster.
     pub template_kinds: BTreeSet<String>,
+    /// The rules that see workloads through ExpansionTemplates (their audit check is skipped).
+    pub expansion_rules: BTreeSet<String>,
+    /// Warnings for the default team that leave the run ok, e.g. a rule that cannot flag a
+    /// workload.
+    pub warnings: Vec<String>,
 }
 
-/// Delivery of the rendered payloads (Slack and Loki). Implementations bound every call with a
-/// finite timeout and return errors free of secrets.
+/// Delivery of the rendered payloads (Slack and Loki), and reading the previous run back from
+/// Loki. Implementations bound every call with a finite timeout and return errors free of
+/// secrets.
 pub trait Delivery {
     /// Posts one message to a team's webhook.
     fn post(
@@ -56,6 +79,9 @@ pub trait Delivery {
     ) -> Result<(), SendError>;
     /// Pushes the run's lines to Loki.
     fn push(&mut self, push: &LokiPush) -> Result<(), SendError>;
+    /// Reads the previous run of `query`'s cluster and job back from Loki (`Ok(None)`: no run
+    /// within the look-back counts). Called only when a Loki URL is configured.
+    fn previous_run(&mut self, query: &HistoryQuery) -> Result<Option<PreviousRun>, HistoryError>;
 }
 
 /// What a run needs besides its I/O.
@@ -194,6 +220,7 @@ struct Run<'a> {
     log: Vec<String>,
     posted: BTreeSet<String>,
     outcome: Outcome,
+    warnings: Vec<String>,
 }
 
 /// Runs the report once. `collect` reads and evaluates (its `Err` is a reason text, a panic is an
@@ -240,6 +267,7 @@ impl<'a> Run<'a> {
             log,
             posted: BTreeSet::new(),
             outcome: Outcome::new(),
+            warnings: Vec::new(),
         }
     }
 
@@ -282,9 +310,12 @@ impl<'a> Run<'a> {
             None => self.empty_report(),
             Some(collected) => self.counted_report(&collected),
         };
+        if counted {
+            self.compare_with_previous_run(&mut report, delivery);
+        }
         let options = self.slack_options();
         let digests = if counted {
-            SlackSink::new(options.clone()).render(&report)
+            self.digests(&report, &options)
         } else {
             Vec::new()
         };
@@ -365,12 +396,14 @@ impl<'a> Run<'a> {
                 posted: Vec::new(),
                 failed: Vec::new(),
                 audit_check,
+                previous_run_id: None,
                 started_at: self.started_at,
                 finished_at: self.started_at,
             },
             teams,
             policy_errors,
             problems: Vec::new(),
+            history: History::Unavailable,
         }
     }
 
@@ -384,6 +417,10 @@ impl<'a> Run<'a> {
     /// for every audit disagreement.
     fn counted_report(&mut self, collected: &Collected) -> Report {
         let config = self.config;
+        for warning in &collected.warnings {
+            self.log.push(format!("warning: {}", self.scrub(warning)));
+            self.warnings.push(self.scrub(warning));
+        }
         let teams = count(config, &collected.results);
         let erring = policy_errors(config, &collected.results);
         for error in &erring {
@@ -402,6 +439,7 @@ impl<'a> Run<'a> {
             &collected.constraints,
             &collected.results,
             &config.audit,
+            &collected.expansion_rules,
         );
         self.log.extend(outcome.skipped.iter().cloned());
         for (rule, check) in &outcome.checks {
@@ -413,6 +451,9 @@ impl<'a> Run<'a> {
                         of_them_errors(errors)
                     )
                 }
+                AuditCheck::Skipped if outcome.through_expansion.contains(rule) => {
+                    format!("audit check {rule}: skipped ({EXPANSION_SKIP_REASON})")
+                }
                 AuditCheck::Skipped => format!("audit check {rule}: skipped (no fresh audit)"),
             });
         }
@@ -422,12 +463,92 @@ impl<'a> Run<'a> {
         self.report_with(teams, erring, outcome.checks)
     }
 
+    /// Reads the previous run back and compares the report with it; when that cannot be done
+    /// the change is unknown and the log says why (the status does not change). A panic while
+    /// reading is such a failure too.
+    fn compare_with_previous_run(&mut self, report: &mut Report, delivery: &mut dyn Delivery) {
+        let config = self.config;
+        if self.settings.loki_url.is_none() {
+            self.log.push(
+                "history unavailable: no Loki URL configured (loki.url or LOKI_URL)".to_string(),
+            );
+            return;
+        }
+        let query = HistoryQuery {
+            job: config.loki.job.clone(),
+            cluster: config.cluster.clone(),
+            run_id: self.run_id.clone(),
+            before: self.started_at,
+            lookback: config.loki.lookback,
+            timeout: config.timeouts.query,
+            limits: HistoryLimits::default(),
+        };
+        let read = catch_unwind(AssertUnwindSafe(|| delivery.previous_run(&query)));
+        let previous = match read {
+            Ok(Ok(Some(previous))) => previous,
+            Ok(Ok(None)) => {
+                self.log.push(format!(
+                    "history: first run (no counted run of cluster {}, job {} in Loki within {})",
+                    config.cluster,
+                    config.loki.job,
+                    humanize(config.loki.lookback)
+                ));
+                report.history = History::FirstRun;
+                return;
+            }
+            Ok(Err(error)) => {
+                let error = self.scrub(&error.to_string());
+                self.log.push(format!("history unavailable: {error}"));
+                return;
+            }
+            Err(panic) => {
+                let error = self.scrub(panic_text(panic.as_ref()));
+                self.log
+                    .push(format!("history unavailable: unexpected error: {error}"));
+                return;
+            }
+        };
+        let teams = std::mem::take(&mut report.teams);
+        report.teams = compare(teams, &previous.violations, config);
+        let new: usize = report.teams.values().map(TeamReport::new_count).sum();
+        let fixed: usize = report.teams.values().map(TeamReport::fixed_count).sum();
+        self.log.push(format!(
+            "history: compared with run {} ({} {}, finished {}): {new} new, {fixed} fixed",
+            previous.run_id,
+            previous.status.as_str(),
+            plural_violations(previous.violations.len()),
+            previous.finished_at
+        ));
+        report.run.previous_run_id = Some(previous.run_id.clone());
+        report.history = History::Compared(PreviousRunRef {
+            run_id: previous.run_id,
+            finished_at: previous.finished_at,
+            failed: previous.failed,
+        });
+    }
+
+    /// The digests of the report; a team spared as unchanged is logged.
+    fn digests(&mut self, report: &Report, options: &SlackOptions) -> Vec<TeamDigest> {
+        let sink = SlackSink::new(options.clone());
+        if let Some(previous) = report.history.previous() {
+            for team in sink.spared(report) {
+                self.log.push(format!(
+                    "digest for {team} not posted: nothing new or fixed since run {} (postOnlyOnChange)",
+                    previous.run_id
+                ));
+            }
+        }
+        sink.render(report)
+    }
+
     fn slack_options(&self) -> SlackOptions {
         SlackOptions {
             dashboard_url: self.config.dashboard_url.clone(),
             readme_url: self.config.readme_url.clone(),
             max_message_chars: self.config.max_message_chars,
             post_when_clean: self.settings.post_when_clean,
+            post_only_on_change: self.config.post_only_on_change,
+            max_fixed_names: self.config.max_names_per_rule,
         }
     }
 
@@ -477,23 +598,29 @@ impl<'a> Run<'a> {
         }
     }
 
-    /// The problems message for the default team, sent when the run is not ok or a policy erred;
-    /// a message that cannot be delivered fails the default team.
+    /// The problems message for the default team, sent when the run is not ok, a policy erred
+    /// or there are warnings (listed after the problems); a message that cannot be delivered
+    /// fails the default team.
     fn send_problems(
         &mut self,
         report: &Report,
         options: &SlackOptions,
         delivery: &mut dyn Delivery,
     ) -> Option<SlackMessage> {
-        if report.run.status == RunStatus::Ok && report.policy_errors.is_empty() {
+        if report.run.status == RunStatus::Ok
+            && report.policy_errors.is_empty()
+            && self.warnings.is_empty()
+        {
             return None;
         }
-        let message = problems_message(
-            &report.run,
-            self.outcome.problems(),
-            &report.policy_errors,
-            options,
-        );
+        let lines: Vec<String> = self
+            .outcome
+            .problems()
+            .iter()
+            .chain(&self.warnings)
+            .cloned()
+            .collect();
+        let message = problems_message(&report.run, &lines, &report.policy_errors, options);
         let team = self.config.default_team.clone();
         match webhook_for(self.settings, &team) {
             Err(reason) => {
@@ -519,10 +646,25 @@ impl<'a> Run<'a> {
     }
 }
 
+/// `1 violation`, `12 violations`.
+fn plural_violations(n: usize) -> String {
+    if n == 1 {
+        "1 violation".to_string()
+    } else {
+        format!("{n} violations")
+    }
+}
+
 /// The team's webhook, or why there is none usable.
 fn webhook_for(settings: &Settings, team: &str) -> Result<WebhookUrl, String> {
     match settings.webhooks.get(team).cloned().flatten() {
-        None => Err(format!("no webhook ({} is not set)", webhook_env_var(team))),
+        None => {
+            let var = settings
+                .webhook_vars
+                .get(team)
+                .map_or("its variable", String::as_str);
+            Err(format!("no webhook ({var} is not set)"))
+        }
         Some(value) => WebhookUrl::parse(value).map_err(|_| "invalid URL".to_string()),
     }
 }

@@ -13,7 +13,7 @@ use daily_report::{Collected, Delivery, EngineKind, Finding, RunContext, execute
 use jiff::Timestamp;
 use proptest::prelude::*;
 use report_sinks::slack::SlackMessage;
-use report_sinks::{LokiPush, SendError, WebhookUrl};
+use report_sinks::{HistoryError, HistoryQuery, LokiPush, PreviousRun, SendError, WebhookUrl};
 
 const DEMO: &str = include_str!("../../../fixtures/demo/config.yaml");
 
@@ -189,6 +189,10 @@ impl Delivery for Accept {
     fn push(&mut self, _: &LokiPush) -> Result<(), SendError> {
         Ok(())
     }
+
+    fn previous_run(&mut self, _: &HistoryQuery) -> Result<Option<PreviousRun>, HistoryError> {
+        Ok(None)
+    }
 }
 
 fn findings(config: &Config) -> Vec<Finding> {
@@ -212,6 +216,7 @@ fn findings(config: &Config) -> Vec<Finding> {
                 namespace: Some(ns.into()),
                 name: format!("w{i}-{ns}"),
                 msg: "you must provide labels: {\"owner\"}".into(),
+                implied_by: None,
             });
         }
     }
@@ -227,6 +232,7 @@ fn run_once(config: &Config, env: &BTreeMap<String, String>) {
         results: findings(config),
         constraints: Vec::new(),
         template_kinds: config.constraint_kinds.iter().cloned().collect(),
+        ..Collected::default()
     };
     let ctx = RunContext {
         config,

@@ -2,6 +2,11 @@
 //! namespaces reviewed against 10 templates / 20 constraints, on rayon's pool (both cores).
 //! Prints reviews/s (object × matching constraint), wall time and counts; exits non-zero below
 //! 20,000 reviews/s.
+//!
+//! `cargo xtask bench engine --cel`: the six dual-engine fixture templates (`fixtures/gatekeeper/
+//! cel*`, CEL and Rego code) with their Constraints over 10,000 Pods, 1,000 Deployments and 200
+//! Namespaces, reviewed once by their Rego and once by their CEL; prints both rates and exits
+//! non-zero when the two disagree on the results or CEL is slower than Rego.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,6 +14,11 @@ use std::time::Instant;
 
 use gatekeeper_engine::{Engine, EngineOptions, read_sources};
 use serde_json::{Value, json};
+
+/// The allocator `workload-report` ships with: both engines allocate heavily per review (CEL's
+/// values are boxed maps), so the figures are the binary's only with the binary's allocator.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 const WORKLOADS: usize = 10_000;
 const NAMESPACES: usize = 200;
@@ -219,6 +229,9 @@ fn workloads() -> Vec<Value> {
 }
 
 fn main() -> ExitCode {
+    if std::env::args().skip(1).any(|a| a == "--cel") {
+        return cel::compare();
+    }
     let started = Instant::now();
     let paths: Vec<PathBuf> = FIXTURE_TEMPLATES
         .iter()
@@ -279,4 +292,165 @@ fn main() -> ExitCode {
         return ExitCode::FAILURE;
     }
     ExitCode::SUCCESS
+}
+
+/// `--cel`: the same workload through the dual-engine templates' Rego and their CEL.
+mod cel {
+    use std::path::PathBuf;
+    use std::process::ExitCode;
+    use std::time::Instant;
+
+    use gatekeeper_engine::{Engine, EngineOptions, read_sources};
+    use serde_json::{Value, json};
+
+    const PODS: usize = 10_000;
+    const DEPLOYMENTS: usize = 1_000;
+    const NAMESPACES: usize = 200;
+
+    /// The dual-engine fixtures: each has `template.yaml` and `constraint.yaml`.
+    const DUAL_ENGINE_FIXTURES: [&str; 6] = [
+        "celallowedrepos",
+        "celhostnamespaces",
+        "celprivileged",
+        "celreplicas",
+        "celrequiredlabels",
+        "celresourcelimits",
+    ];
+
+    fn policies() -> Result<Vec<Value>, String> {
+        let paths: Vec<PathBuf> = DUAL_ENGINE_FIXTURES
+            .iter()
+            .flat_map(|d| {
+                ["template.yaml", "constraint.yaml"]
+                    .map(|f| PathBuf::from(format!("fixtures/gatekeeper/{d}/{f}")))
+            })
+            .collect();
+        read_sources(&paths).map_err(|e| format!("reading the dual-engine fixtures: {e}"))
+    }
+
+    fn containers(i: usize) -> Value {
+        let repo = if i.is_multiple_of(7) {
+            "docker.io/library"
+        } else {
+            "registry.example.com"
+        };
+        let cpu = if i.is_multiple_of(6) { "3" } else { "500m" };
+        let mut main = json!({
+            "name": "main", "image": format!("{repo}/app-{}:1.2.3", i % 50),
+            "securityContext": {"privileged": i.is_multiple_of(17)}
+        });
+        if !i.is_multiple_of(10) {
+            main["resources"] = json!({"limits": {"cpu": cpu, "memory": "512Mi"}});
+        }
+        json!([main, {"name": "sidecar", "image": "registry.example.com/proxy:1.0",
+                      "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}}}])
+    }
+
+    fn workload() -> Vec<Value> {
+        let mut out = Vec::with_capacity(PODS + DEPLOYMENTS + NAMESPACES);
+        for n in 0..NAMESPACES {
+            let mut labels = json!({"owner": "payments"});
+            if !n.is_multiple_of(3) {
+                labels["team"] = json!(format!("team-{n}"));
+            }
+            out.push(json!({"apiVersion": "v1", "kind": "Namespace",
+                            "metadata": {"name": format!("team-{n}"), "labels": labels}}));
+        }
+        for i in 0..PODS {
+            out.push(json!({
+                "apiVersion": "v1", "kind": "Pod",
+                "metadata": {"name": format!("pod-{i}"), "namespace": format!("team-{}", i % NAMESPACES)},
+                "spec": {"hostPID": i.is_multiple_of(13), "hostNetwork": i.is_multiple_of(19), "containers": containers(i)}
+            }));
+        }
+        for i in 0..DEPLOYMENTS {
+            out.push(json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": format!("app-{i}"), "namespace": format!("team-{}", i % NAMESPACES)},
+                "spec": {"replicas": i % 9, "template": {"spec": {"containers": containers(i)}}}
+            }));
+        }
+        out
+    }
+
+    /// One pass: reviews/s, reviews, the results (messages and constraints, sorted), seconds.
+    struct Pass {
+        rate: f64,
+        reviews: usize,
+        results: Vec<(String, String, String)>,
+        seconds: f64,
+    }
+
+    fn pass(objects: Vec<Value>, cel: bool) -> Result<Pass, String> {
+        let options = EngineOptions {
+            k8s_native_validation: cel,
+            ..EngineOptions::default()
+        };
+        let engine = Engine::new(objects, options).map_err(|e| format!("ingest: {e}"))?;
+        if engine
+            .policies()
+            .templates()
+            .iter()
+            .any(|t| t.is_cel() != cel)
+        {
+            return Err("a template runs the other engine's code".to_string());
+        }
+        let started = Instant::now();
+        let outcome = engine.review_all_detailed().map_err(|e| e.to_string())?;
+        let seconds = started.elapsed().as_secs_f64();
+        let mut results: Vec<(String, String, String)> = outcome
+            .results
+            .into_iter()
+            .map(|d| (d.result.constraint.name, d.result.object.name, d.result.msg))
+            .collect();
+        results.sort();
+        Ok(Pass {
+            rate: outcome.stats.reviews as f64 / seconds,
+            reviews: outcome.stats.reviews,
+            results,
+            seconds,
+        })
+    }
+
+    /// Runs both passes and reports them side by side.
+    pub(crate) fn compare() -> ExitCode {
+        let run = || -> Result<(Pass, Pass), String> {
+            let mut objects = policies()?;
+            objects.extend(workload());
+            Ok((pass(objects.clone(), false)?, pass(objects, true)?))
+        };
+        let (rego, cel) = match run() {
+            Ok(passes) => passes,
+            Err(e) => {
+                eprintln!("bench engine --cel: {e}");
+                return ExitCode::FAILURE;
+            }
+        };
+        println!(
+            "bench engine --cel: 6 dual-engine templates, 6 constraints, {PODS} Pods + {DEPLOYMENTS} Deployments + {NAMESPACES} Namespaces, {} threads",
+            rayon::current_num_threads()
+        );
+        for (name, p) in [("rego", &rego), ("cel", &cel)] {
+            println!(
+                "bench engine --cel: {name:<4} review {:.3} s; {} reviews; {} results; {:.0} reviews/s",
+                p.seconds,
+                p.reviews,
+                p.results.len(),
+                p.rate
+            );
+        }
+        println!(
+            "bench engine --cel: CEL/Rego = {:.2} (target >= 1.00)",
+            cel.rate / rego.rate
+        );
+        if rego.results != cel.results || rego.reviews != cel.reviews {
+            eprintln!("bench engine --cel: CEL and Rego give different results");
+            return ExitCode::FAILURE;
+        }
+        if cel.rate < rego.rate {
+            eprintln!("bench engine --cel: CEL is below target (slower than Rego)");
+            return ExitCode::FAILURE;
+        }
+        ExitCode::SUCCESS
+    }
 }

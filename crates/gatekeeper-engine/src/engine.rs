@@ -49,6 +49,10 @@ pub struct EngineOptions {
     /// How long ingestion and review together may take (`timeouts.engine` in the daily
     /// report); past it the review stops with [`EngineError::TimedOut`]. `None`: no limit.
     pub time_budget: Option<Duration>,
+    /// gator's `--enable-k8s-native-validation` (on by default, as in gator): a template with
+    /// `K8sNativeValidation` code is evaluated by its CEL; off, by its Rego (a CEL-only
+    /// template is then refused, as gator refuses it).
+    pub k8s_native_validation: bool,
 }
 
 impl Default for EngineOptions {
@@ -57,6 +61,7 @@ impl Default for EngineOptions {
             namespace_mode: NamespaceMode::GatorTest,
             enforcement_point: GATOR_ENFORCEMENT_POINT.to_string(),
             time_budget: None,
+            k8s_native_validation: true,
         }
     }
 }
@@ -205,7 +210,7 @@ impl Engine {
         if let Some(error) = intake.unsupported {
             return Err(error);
         }
-        let mut policies = PolicySet::new();
+        let mut policies = PolicySet::with_k8s_native_validation(options.k8s_native_validation);
         for object in &intake.templates {
             policies.add_template(object)?;
         }

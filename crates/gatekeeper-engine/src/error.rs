@@ -83,17 +83,6 @@ pub enum EngineError {
         /// Why it was rejected.
         reason: String,
     },
-    /// A template carries only code for engines the embedded evaluator does not run (CEL).
-    #[error(
-        "adding template {name:?}: unsupported engine: the template has only {engines} code; \
-         the embedded engine evaluates Rego only"
-    )]
-    UnsupportedEngine {
-        /// `metadata.name` of the template.
-        name: String,
-        /// The engines the template declares, comma-separated.
-        engines: String,
-    },
     /// A template or an input uses a feature the embedded engine does not evaluate.
     #[error("adding template {name:?}: unsupported: {feature}")]
     Unsupported {

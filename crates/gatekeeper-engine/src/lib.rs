@@ -1,5 +1,7 @@
 //! An embedded Gatekeeper evaluator: reviews objects against ConstraintTemplates and Constraints
-//! in-process (Rego through `regorus`) and gives the answers `gator test` v3.22.0 gives.
+//! in-process (Rego through `regorus`, `K8sNativeValidation` CEL through `k8s-cel`, chosen as
+//! gator chooses: [`EngineOptions::k8s_native_validation`]) and gives the answers `gator test`
+//! v3.22.0 gives.
 //!
 //! - [`read_sources`] reads files and directories like `gator test -f`.
 //! - [`Engine`] ingests templates, constraints, data and ExpansionTemplates from those objects
@@ -16,6 +18,7 @@
 //!   OPA; [`goregex`] is Go's regular-expression syntax; [`limits`] are the engine's caps.
 
 mod analysis;
+mod celreview;
 mod constraint;
 mod deprecated;
 mod engine;
@@ -63,5 +66,7 @@ pub use reader::{
 };
 pub use request::ReviewRequest;
 pub use result::{ConstraintRef, ObjectRef, ReviewResult};
-pub use review::{DeadlinePassed, DetailedResult, Evaluator, PolicySet, ResultKind, ReviewStats};
-pub use template::Template;
+pub use review::{
+    DeadlinePassed, DetailedResult, Driver, Evaluator, PolicySet, ResultKind, ReviewStats,
+};
+pub use template::{CEL_ENGINE, Template};

@@ -7,7 +7,7 @@ use serde_json::{Map, Value};
 
 use crate::engine::Engine;
 use crate::gotext::{go_quote, json_html_escape};
-use crate::review::{DetailedResult, ResultKind};
+use crate::review::{DetailedResult, Driver, ResultKind};
 
 /// Recursively sorts object keys (Go marshals maps with sorted keys).
 pub fn sorted_keys(value: &Value) -> Value {
@@ -27,6 +27,10 @@ pub fn sorted_keys(value: &Value) -> Value {
 }
 
 fn metadata(result: &DetailedResult) -> Option<Value> {
+    if result.driver == Driver::Cel {
+        // Gatekeeper's CEL driver gives results without metadata.
+        return None;
+    }
     match result.kind {
         ResultKind::Violation => {
             let details = result

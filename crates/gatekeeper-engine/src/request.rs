@@ -1,6 +1,8 @@
 //! One review: `input.review` as the framework builds it for a plain object, a resultant of an
 //! expansion or an `admission.k8s.io` AdmissionReview, plus the review source
-//! (`spec.match.source`).
+//! (`spec.match.source`), and the bindings a CEL template sees of it.
+
+use std::sync::OnceLock;
 
 use serde_json::{Map, Value};
 
@@ -12,8 +14,12 @@ use crate::regovalue::to_rego;
 #[derive(Debug, Clone)]
 pub struct ReviewRequest {
     review: Value,
-    pub(crate) rego_review: regorus::Value,
+    /// `review` as a regorus value, converted when a Rego template first needs it (a review
+    /// seen only by CEL templates never pays for it).
+    rego_review: OnceLock<regorus::Value>,
     pub(crate) source: Option<Source>,
+    /// Whether the review came from an AdmissionReview (its request is the CEL `request`).
+    from_admission: bool,
 }
 
 impl ReviewRequest {
@@ -65,7 +71,7 @@ impl ReviewRequest {
             "namespaceObject".into(),
             namespace_object.cloned().unwrap_or(Value::Null),
         );
-        ReviewRequest::new(Value::Object(review), Some(source))
+        ReviewRequest::new(Value::Object(review), Some(source), false)
     }
 
     /// The review of an `admission.k8s.io` AdmissionReview (`gator verify`): its `request` as
@@ -148,16 +154,47 @@ impl ReviewRequest {
         Ok(ReviewRequest::new(
             Value::Object(out),
             Some(Source::Original),
+            true,
         ))
     }
 
-    fn new(review: Value, source: Option<Source>) -> ReviewRequest {
-        let rego_review = to_rego(&review);
+    fn new(review: Value, source: Option<Source>, from_admission: bool) -> ReviewRequest {
         ReviewRequest {
             review,
-            rego_review,
+            rego_review: OnceLock::new(),
             source,
+            from_admission,
         }
+    }
+
+    /// `input.review` as a regorus value.
+    pub(crate) fn rego_review(&self) -> &regorus::Value {
+        self.rego_review.get_or_init(|| to_rego(&self.review))
+    }
+
+    /// CEL's `object`: the object, null on DELETE (Gatekeeper's CEL driver clears it there, as
+    /// a ValidatingAdmissionPolicy sees it).
+    pub(crate) fn cel_object(&self) -> Option<&Value> {
+        let deleting = self.review.get("operation").and_then(Value::as_str) == Some("DELETE");
+        if deleting { None } else { self.object() }
+    }
+
+    /// CEL's `namespaceObject` (only audit attaches one; gator binds null).
+    pub(crate) fn namespace_object(&self) -> Option<&Value> {
+        self.review.get("namespaceObject").filter(|v| !v.is_null())
+    }
+
+    /// CEL's `request`: the admission request without its objects. For a plain object it is
+    /// what gator binds ([`k8s_cel::gator_request`]); for an AdmissionReview, its request.
+    pub(crate) fn cel_request(&self) -> Value {
+        if !self.from_admission {
+            return k8s_cel::gator_request(self.subject());
+        }
+        let mut request = self.review.as_object().cloned().unwrap_or_default();
+        for key in ["object", "oldObject", "namespaceObject"] {
+            request.remove(key);
+        }
+        Value::Object(request)
     }
 
     /// `input.review` as JSON.

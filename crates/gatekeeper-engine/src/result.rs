@@ -74,6 +74,13 @@ pub fn implied_message(template: &str, msg: &str) -> String {
     format!("{IMPLIED_BY_PREFIX}{template}] {msg}")
 }
 
+/// Whether a message of a CEL template's result is an evaluation error rather than a failed
+/// validation. Gatekeeper's CEL driver gives both as a bare message (no `metadata`), so gator's
+/// output tells them apart only by the shape of the text ([`k8s_cel::EvalError`]'s).
+pub fn cel_message_is_error(msg: &str) -> bool {
+    k8s_cel::EvalError::is_error_message(msg)
+}
+
 impl ReviewResult {
     /// Whether the result is a Rego evaluation error of the constraint's template (its `msg`
     /// is the error text) rather than a violation. Both engines mark them the same way: no

@@ -2,7 +2,7 @@
 //! and the evaluator that runs every matching constraint's template on a review and turns its
 //! `violation` set into results (msg/details, identical violations collapsed, evaluation errors
 //! as results, matching errors as autoreject results, enforcement actions copied), also for the
-//! resultants of an expansion.
+//! resultants of an expansion. Templates evaluated by CEL go through `celreview`.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
@@ -10,6 +10,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
+use crate::celreview::{PastDeadline, findings};
 use crate::constraint::{self, Constraint};
 use crate::error::{EngineError, one_line_error};
 use crate::expander::Resultant;
@@ -20,7 +21,7 @@ use crate::request::ReviewRequest;
 use crate::result::{
     ADMISSION_TARGET, AUTOREJECT_PREFIX, ConstraintRef, ObjectRef, ReviewResult, implied_message,
 };
-use crate::template::Template;
+use crate::template::{Code, Template};
 
 /// Which kind of result a [`DetailedResult`] is (they render differently in gator's JSON).
 ///
@@ -38,33 +39,62 @@ pub enum ResultKind {
     Autoreject,
 }
 
-/// A result with what is needed to render it like gator (its kind).
+/// Which code of a template produced a result (gator prints `metadata` for Rego results only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Driver {
+    /// The template's Rego.
+    Rego,
+    /// The template's `K8sNativeValidation` (CEL) code.
+    Cel,
+}
+
+/// A result with what is needed to render it like gator (its kind and driver).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct DetailedResult {
     /// The result.
     pub result: ReviewResult,
     /// What kind of result it is.
     pub kind: ResultKind,
+    /// Which code produced it.
+    pub driver: Driver,
     /// Index of the reviewed object in the engine's input (0 for single reviews).
     pub object_index: usize,
 }
 
 /// The templates and constraints under review, in a stable order.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub struct PolicySet {
     templates: Vec<Template>,
     constraints: Vec<Constraint>,
+    /// Whether templates with CEL code are evaluated by it ([`Template::from_object`]).
+    k8s_native_validation: bool,
+}
+
+impl Default for PolicySet {
+    fn default() -> PolicySet {
+        PolicySet::new()
+    }
 }
 
 impl PolicySet {
-    /// An empty policy set.
+    /// An empty policy set that evaluates CEL code where a template has it (gator's default).
     pub fn new() -> PolicySet {
-        PolicySet::default()
+        PolicySet::with_k8s_native_validation(true)
+    }
+
+    /// An empty policy set; with `k8s_native_validation` off, templates are evaluated by their
+    /// Rego (gator's `--enable-k8s-native-validation=false`).
+    pub fn with_k8s_native_validation(k8s_native_validation: bool) -> PolicySet {
+        PolicySet {
+            templates: Vec::new(),
+            constraints: Vec::new(),
+            k8s_native_validation,
+        }
     }
 
     /// Ingests and compiles a ConstraintTemplate (replacing one with the same kind).
     pub fn add_template(&mut self, object: &Value) -> Result<(), EngineError> {
-        let template = Template::from_object(object)?;
+        let template = Template::from_object(object, self.k8s_native_validation)?;
         match self
             .templates
             .iter()
@@ -129,6 +159,14 @@ impl PolicySet {
             .collect()
     }
 
+    /// Which code of the template at `index` runs.
+    fn driver(&self, index: usize) -> Driver {
+        match self.templates.get(index).map(|t| &t.code) {
+            Some(Code::Cel(_)) => Driver::Cel,
+            _ => Driver::Rego,
+        }
+    }
+
     /// Whether any template can read `data.inventory` (when none can, the inventory's data
     /// need not be built).
     pub fn uses_inventory(&self) -> bool {
@@ -140,8 +178,12 @@ impl PolicySet {
     pub fn evaluator(&self, inventory: &Inventory) -> Result<Evaluator, EngineError> {
         let mut engines = Vec::with_capacity(self.templates.len());
         for template in &self.templates {
-            let mut engine = template.engine();
-            if template.uses_inventory() {
+            let Code::Rego(rego) = &template.code else {
+                engines.push(None);
+                continue;
+            };
+            let mut engine = rego.engine();
+            if rego.uses_inventory {
                 engine
                     .add_data(inventory.data.clone())
                     .map_err(|e| EngineError::Template {
@@ -151,8 +193,8 @@ impl PolicySet {
             }
             engine.set_input(regorus::Value::new_object());
             // Warm up (prepare); the result on an empty input does not matter.
-            crate::limits::prepare(&mut engine, &template.rule);
-            engines.push(engine);
+            crate::limits::prepare(&mut engine, &rego.rule);
+            engines.push(Some(engine));
         }
         let parameters = self
             .constraints
@@ -174,8 +216,9 @@ impl PolicySet {
 pub struct ReviewStats {
     /// Constraint reviews: (object × matching constraint).
     pub reviews: usize,
-    /// Rego evaluations actually run: constraints of one template with equal parameters share
-    /// one evaluation per object, so this is at most `reviews`.
+    /// Evaluations actually run: constraints of one Rego template with equal parameters share
+    /// one evaluation per object, so this is at most `reviews` (a CEL template is evaluated
+    /// once per constraint: its code may read the whole constraint).
     pub evaluations: usize,
 }
 
@@ -195,7 +238,8 @@ enum Failure {
 /// A set of warm template engines over one inventory. Clone it for each worker thread.
 #[derive(Debug, Clone)]
 pub struct Evaluator {
-    engines: Vec<regorus::Engine>,
+    /// Per template: its warm Rego engine (`None` for a template evaluated by CEL).
+    engines: Vec<Option<regorus::Engine>>,
     parameters: Vec<regorus::Value>,
     /// Per constraint: the constraint whose evaluation it shares ([`PolicySet`]'s
     /// `same_evaluation_as`).
@@ -276,6 +320,7 @@ impl Evaluator {
                             None,
                         ),
                         kind: ResultKind::Autoreject,
+                        driver: policies.driver(c.template),
                         object_index: 0,
                     }),
                 }
@@ -306,7 +351,19 @@ impl Evaluator {
     ) -> Result<Vec<DetailedResult>, DeadlinePassed> {
         let constraints = policies.constraints();
         let template_index = constraints[matched[0]].template;
-        let rule = &policies.templates()[template_index].rule;
+        let rule = match &policies.templates()[template_index].code {
+            Code::Rego(rego) => &rego.rule,
+            Code::Cel(program) => {
+                return cel_results(
+                    program,
+                    request,
+                    matched.iter().map(|&index| &constraints[index]),
+                    self.deadline,
+                    stats,
+                    |c, msg, details| make_result(c, point, object_ref, msg, details),
+                );
+            }
+        };
         let mut results = Vec::new();
         let mut error: Option<String> = None;
         // (shared evaluation, its violations) for the evaluations run so far.
@@ -336,6 +393,7 @@ impl Evaluator {
                 results.push(DetailedResult {
                     result: make_result(c, point, object_ref, msg.clone(), Some(details.clone())),
                     kind: ResultKind::Violation,
+                    driver: Driver::Rego,
                     object_index: 0,
                 });
             }
@@ -347,6 +405,7 @@ impl Evaluator {
                 .map(|&index| DetailedResult {
                     result: make_result(&constraints[index], point, object_ref, text.clone(), None),
                     kind: ResultKind::EvalError,
+                    driver: Driver::Rego,
                     object_index: 0,
                 })
                 .collect(),
@@ -362,7 +421,13 @@ impl Evaluator {
         constraint_index: usize,
     ) -> Result<BTreeSet<(String, String)>, Failure> {
         let deadline = self.deadline;
-        let engine = &mut self.engines[template_index];
+        let Some(engine) = self.engines[template_index].as_mut() else {
+            // CEL templates never get here (`evaluate_kind` sends them to `celreview`); should
+            // one, it is an error result, never a silent pass.
+            return Err(Failure::Error(
+                "internal error: the template has no Rego to evaluate".to_string(),
+            ));
+        };
         if let Some(deadline) = deadline {
             let remaining = deadline.saturating_duration_since(Instant::now());
             if remaining.is_zero() {
@@ -372,7 +437,10 @@ impl Evaluator {
         }
         let mut input = regorus::Value::new_object();
         if let Ok(map) = input.as_object_mut() {
-            map.insert(regorus::Value::from("review"), request.rego_review.clone());
+            map.insert(
+                regorus::Value::from("review"),
+                request.rego_review().clone(),
+            );
             map.insert(
                 regorus::Value::from("parameters"),
                 self.parameters[constraint_index].clone(),
@@ -387,6 +455,40 @@ impl Evaluator {
             Err(e) => Err(Failure::Error(opa_wording(&one_line_error(&e)))),
         }
     }
+}
+
+/// The results of a CEL template for the matched Constraints: each violation with `details`
+/// `{}` (so it counts as a violation, as a Rego violation without details does), each error
+/// without.
+fn cel_results<'c>(
+    program: &k8s_cel::CelProgram,
+    request: &ReviewRequest,
+    matched: impl Iterator<Item = &'c Constraint>,
+    deadline: Option<Instant>,
+    stats: &mut ReviewStats,
+    make: impl Fn(&Constraint, String, Option<String>) -> ReviewResult,
+) -> Result<Vec<DetailedResult>, DeadlinePassed> {
+    let mut evaluations = 0;
+    let found = findings(program, request, matched, deadline, &mut evaluations)
+        .map_err(|PastDeadline| DeadlinePassed)?;
+    stats.reviews += evaluations;
+    stats.evaluations += evaluations;
+    Ok(found
+        .into_iter()
+        .map(|finding| {
+            let (kind, details) = if finding.is_error {
+                (ResultKind::EvalError, None)
+            } else {
+                (ResultKind::Violation, Some("{}".to_string()))
+            };
+            DetailedResult {
+                result: make(finding.constraint, finding.msg, details),
+                kind,
+                driver: Driver::Cel,
+                object_index: 0,
+            }
+        })
+        .collect())
 }
 
 /// Gives regorus' texts for failures OPA also detects at evaluation the wording of OPA's

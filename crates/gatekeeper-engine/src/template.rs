@@ -1,7 +1,8 @@
 //! ConstraintTemplate ingestion (see `docs/gatekeeper-semantics.md`): versions, name vs CRD
-//! kind, the single admission target, legacy `rego`/`libs` and `code` entries, Rego v0/v1,
-//! the import and `data` ref rules, the required `violation` rule, and one regorus compile per
-//! template.
+//! kind, the single admission target, which code runs (`K8sNativeValidation` when CEL is on and
+//! the template has it, else legacy `rego`/`libs` or the `code` entry `Rego`), Rego v0/v1, the
+//! import and `data` ref rules, the required `violation` rule, and one compile per template
+//! (regorus, or `k8s-cel` for CEL).
 
 use std::sync::Mutex;
 
@@ -13,6 +14,9 @@ use crate::matching::str_at;
 use crate::result::ADMISSION_TARGET;
 use crate::rewrite;
 
+/// The engine name of a template's CEL code (`code: [{engine: K8sNativeValidation, …}]`).
+pub const CEL_ENGINE: &str = "K8sNativeValidation";
+
 /// A compiled ConstraintTemplate.
 #[derive(Debug)]
 pub struct Template {
@@ -20,12 +24,28 @@ pub struct Template {
     pub name: String,
     /// `spec.crd.spec.names.kind`: the constraint kind it defines.
     pub kind: String,
-    /// Whether the Rego is v1.
+    /// Whether the Rego is v1 (false when the template is evaluated by CEL).
     pub rego_v1: bool,
     /// The parameter schema (`openAPIV3Schema`), if any.
     pub parameters_schema: Option<Value>,
     /// Whether unknown parameters are preserved (`legacySchema`).
     pub legacy_schema: bool,
+    /// The code that runs for a review.
+    pub(crate) code: Code,
+}
+
+/// The compiled code of a template: its Rego or its CEL.
+#[derive(Debug)]
+pub(crate) enum Code {
+    /// Rego, through regorus.
+    Rego(Box<CompiledRego>),
+    /// The `K8sNativeValidation` source, through `k8s-cel`.
+    Cel(k8s_cel::CelProgram),
+}
+
+/// A template's Rego, compiled.
+#[derive(Debug)]
+pub(crate) struct CompiledRego {
     /// The rule evaluated for a review, e.g. `data.k8srequiredlabels.violation`.
     pub(crate) rule: String,
     /// Whether the Rego (template or libs) can read `data.inventory`. The import and `data`
@@ -34,6 +54,16 @@ pub struct Template {
     pub(crate) uses_inventory: bool,
     /// The compiled engine (modules loaded, no data); cloned for each evaluation context.
     pub(crate) engine: Mutex<regorus::Engine>,
+}
+
+impl CompiledRego {
+    /// A fresh copy of the compiled engine, for one evaluation context.
+    pub(crate) fn engine(&self) -> regorus::Engine {
+        self.engine
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone()
+    }
 }
 
 /// The Rego found in a template.
@@ -51,8 +81,13 @@ fn invalid(name: &str, reason: impl Into<String>) -> EngineError {
 }
 
 impl Template {
-    /// Ingests and compiles a ConstraintTemplate object.
-    pub fn from_object(object: &Value) -> Result<Template, EngineError> {
+    /// Ingests and compiles a ConstraintTemplate object. With `k8s_native_validation` (gator's
+    /// `--enable-k8s-native-validation`, on by default there), a template with
+    /// `K8sNativeValidation` code is evaluated by its CEL; otherwise by its Rego.
+    pub fn from_object(
+        object: &Value,
+        k8s_native_validation: bool,
+    ) -> Result<Template, EngineError> {
         let name = str_at(object, &["metadata", "name"]).to_string();
         let api_version = str_at(object, &["apiVersion"]);
         let version = match api_version {
@@ -108,7 +143,6 @@ impl Template {
                 ),
             ));
         }
-        let code = rego_code(&name, target)?;
         let validation = object.pointer("/spec/crd/spec/validation");
         let legacy_schema = validation
             .and_then(|v| v.get("legacySchema"))
@@ -118,34 +152,54 @@ impl Template {
             .and_then(|v| v.get("openAPIV3Schema"))
             .filter(|v| !v.is_null())
             .cloned();
-        let (engine, rule) = compile(&name, &code)?;
-        let uses_inventory = std::iter::once(&code.rego)
-            .chain(&code.libs)
-            .any(|module| module.contains("inventory"));
+        let (code, rego_v1) = match cel_source(target).filter(|_| k8s_native_validation) {
+            Some(source) => (Code::Cel(compile_cel(&name, source)?), false),
+            None => {
+                let rego = rego_code(&name, target)?;
+                (Code::Rego(Box::new(compile_rego(&name, &rego)?)), rego.v1)
+            }
+        };
         Ok(Template {
             name,
             kind,
-            rego_v1: code.v1,
+            rego_v1,
             parameters_schema,
             legacy_schema,
-            rule,
-            uses_inventory,
-            engine: Mutex::new(engine),
+            code,
         })
     }
 
-    /// Whether the template's Rego can read `data.inventory`.
+    /// Whether the template's Rego can read `data.inventory` (never for CEL).
     pub fn uses_inventory(&self) -> bool {
-        self.uses_inventory
+        matches!(&self.code, Code::Rego(rego) if rego.uses_inventory)
     }
 
-    /// A fresh copy of the compiled engine, for one evaluation context.
-    pub(crate) fn engine(&self) -> regorus::Engine {
-        self.engine
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .clone()
+    /// Whether the template is evaluated by its CEL (`K8sNativeValidation`) code.
+    pub fn is_cel(&self) -> bool {
+        matches!(self.code, Code::Cel(_))
     }
+}
+
+/// The `source` of the target's `K8sNativeValidation` code entry, if it has one.
+fn cel_source(target: &Value) -> Option<&Value> {
+    target
+        .get("code")
+        .and_then(Value::as_array)?
+        .iter()
+        .find(|c| c.get("engine").and_then(Value::as_str) == Some(CEL_ENGINE))
+        .map(|c| c.get("source").unwrap_or(&Value::Null))
+}
+
+/// Compiles the CEL source: a source Gatekeeper refuses is an invalid template, a Kubernetes
+/// CEL feature `k8s-cel` does not provide is unsupported (never a silent pass).
+fn compile_cel(name: &str, source: &Value) -> Result<k8s_cel::CelProgram, EngineError> {
+    k8s_cel::CelProgram::compile(source).map_err(|error| match error {
+        k8s_cel::CompileError::Unsupported { .. } => EngineError::Unsupported {
+            name: name.to_string(),
+            feature: error.to_string(),
+        },
+        other => invalid(name, format!("invalid ConstraintTemplate: {other}")),
+    })
 }
 
 fn strings(value: Option<&Value>) -> Vec<String> {
@@ -162,7 +216,8 @@ fn strings(value: Option<&Value>) -> Vec<String> {
 }
 
 /// Picks the Rego of a target: a non-empty legacy `rego` wins (always v0), else the `code`
-/// entry with engine `Rego`. A template with only other engines (CEL) is unsupported.
+/// entry with engine `Rego`. Without Rego (a CEL-only template with CEL off, or only engines
+/// nobody runs) the template is refused as gator refuses it.
 fn rego_code(name: &str, target: &Value) -> Result<RegoCode, EngineError> {
     let legacy = str_at(target, &["rego"]);
     if !legacy.is_empty() {
@@ -188,20 +243,22 @@ fn rego_code(name: &str, target: &Value) -> Result<RegoCode, EngineError> {
             v1: source.get("version").and_then(Value::as_str) == Some("v1"),
         });
     }
-    let engines: Vec<String> = code
-        .iter()
-        .filter_map(|c| c.get("engine").and_then(Value::as_str))
-        .map(str::to_string)
-        .collect();
-    if engines.is_empty() {
-        return Err(invalid(
-            name,
-            "no language driver is installed that handles this constraint template",
-        ));
-    }
-    Err(EngineError::UnsupportedEngine {
-        name: name.to_string(),
-        engines: engines.join(", "),
+    Err(invalid(
+        name,
+        "no language driver is installed that handles this constraint template",
+    ))
+}
+
+/// Checks and compiles the template's Rego into one regorus engine, with the rule to evaluate.
+fn compile_rego(name: &str, code: &RegoCode) -> Result<CompiledRego, EngineError> {
+    let (engine, rule) = compile(name, code)?;
+    let uses_inventory = std::iter::once(&code.rego)
+        .chain(&code.libs)
+        .any(|module| module.contains("inventory"));
+    Ok(CompiledRego {
+        rule,
+        uses_inventory,
+        engine: Mutex::new(engine),
     })
 }
 

@@ -32,12 +32,25 @@ use crate::review::{DetailedResult, PolicySet, ReviewStats, implied_results, obj
 pub const SUITE_BUDGET: u64 = 256 << 20;
 
 /// How `verify` runs.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub struct VerifyOptions {
     /// Only tests/cases matching this Go regex (`TEST//CASE` for both).
     pub filter: Option<String>,
     /// Let Suites name files outside their own directory tree.
     pub allow_outside_suite: bool,
+    /// gator's `--enable-k8s-native-validation` (default on): templates with CEL code are
+    /// evaluated by it.
+    pub k8s_native_validation: bool,
+}
+
+impl Default for VerifyOptions {
+    fn default() -> VerifyOptions {
+        VerifyOptions {
+            filter: None,
+            allow_outside_suite: false,
+            k8s_native_validation: true,
+        }
+    }
 }
 
 /// An error that stops `verify` before any suite runs.
@@ -142,7 +155,7 @@ pub fn run(paths: &[String], options: &VerifyOptions) -> Result<VerifyOutcome, V
     for (path, suite) in suites {
         let started = Instant::now();
         let files = SuiteFiles::new(&path, options.allow_outside_suite);
-        let (text, ok) = run_suite(&files, &suite, &filter);
+        let (text, ok) = run_suite(&files, &suite, &filter, options.k8s_native_validation);
         output.push_str(&text);
         output.push_str(&format!(
             "{}\t{}\t{:.3}s\n",
@@ -325,8 +338,9 @@ fn escapes(path: &Path) -> bool {
     false
 }
 
-/// Runs one suite; returns its output lines and whether it passed.
-fn run_suite(files: &SuiteFiles, suite: &Value, filter: &Filter) -> (String, bool) {
+/// Runs one suite (`native`: CEL on, see [`VerifyOptions`]); returns its output lines and
+/// whether it passed.
+fn run_suite(files: &SuiteFiles, suite: &Value, filter: &Filter, native: bool) -> (String, bool) {
     let mut out = String::new();
     if flag(suite, "skip") {
         return (out, true);
@@ -351,7 +365,7 @@ fn run_suite(files: &SuiteFiles, suite: &Value, filter: &Filter) -> (String, boo
         let started = Instant::now();
         let mut case_text = String::new();
         let mut test_failed = false;
-        let test_error = match load_test(files, test) {
+        let test_error = match load_test(files, test, native) {
             Err(e) => Some(e),
             Ok(None) => None,
             Ok(Some((policies, expansions))) => {
@@ -393,8 +407,9 @@ fn run_suite(files: &SuiteFiles, suite: &Value, filter: &Filter) -> (String, boo
 fn load_test(
     files: &SuiteFiles,
     test: &Value,
+    native: bool,
 ) -> Result<Option<(PolicySet, ExpansionSet)>, String> {
-    let Some(policies) = load_policies(files, test)? else {
+    let Some(policies) = load_policies(files, test, native)? else {
         return Ok(None);
     };
     Ok(Some((policies, load_expansions(files, test)?)))
@@ -422,7 +437,11 @@ fn load_expansions(files: &SuiteFiles, test: &Value) -> Result<ExpansionSet, Str
 }
 
 /// Loads a test's template and constraint. `Ok(None)`: an `invalid: true` test that passed.
-fn load_policies(files: &SuiteFiles, test: &Value) -> Result<Option<PolicySet>, String> {
+fn load_policies(
+    files: &SuiteFiles,
+    test: &Value,
+    native: bool,
+) -> Result<Option<PolicySet>, String> {
     let template_path = test.get("template").and_then(Value::as_str).unwrap_or("");
     let constraint_path = test.get("constraint").and_then(Value::as_str).unwrap_or("");
     if template_path.is_empty() {
@@ -442,7 +461,7 @@ fn load_policies(files: &SuiteFiles, test: &Value) -> Result<Option<PolicySet>, 
             "adding template: {template_path:?} is not a ConstraintTemplate"
         ));
     }
-    let mut policies = PolicySet::new();
+    let mut policies = PolicySet::with_k8s_native_validation(native);
     policies.add_template(&template).map_err(|e| match e {
         EngineError::Unsupported { .. } => format!("{e} (in {template_path:?})"),
         other => format!("adding template: {other}"),

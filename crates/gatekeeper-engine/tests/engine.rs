@@ -362,33 +362,6 @@ fn template_ingestion_errors_name_the_template() {
 }
 
 #[test]
-fn cel_only_templates_are_unsupported_and_dual_templates_use_rego() {
-    let mut cel = template("Cel", ALWAYS);
-    cel["spec"]["targets"][0] = json!({"target": "admission.k8s.gatekeeper.sh", "code": [
-        {"engine": "K8sNativeValidation", "source": {"validations": [{"expression": "false"}]}}
-    ]});
-    let e = ingest_error(vec![cel]);
-    assert!(matches!(e, EngineError::UnsupportedEngine { .. }));
-    assert!(
-        e.to_string()
-            .contains("adding template \"cel\": unsupported engine"),
-        "{e}"
-    );
-
-    let mut dual = template("Dual", ALWAYS);
-    dual["spec"]["targets"][0] = json!({"target": "admission.k8s.gatekeeper.sh", "code": [
-        {"engine": "K8sNativeValidation", "source": {"validations": [{"expression": "false"}]}},
-        {"engine": "Rego", "source": {"version": "v1", "rego": "package dual\nviolation contains {\"msg\": \"rego\"} if { input.review.object.kind == \"Pod\" }\n"}}
-    ]});
-    let results = review(vec![
-        dual,
-        constraint("Dual", "c", json!({})),
-        pod("default", "p"),
-    ]);
-    assert_eq!(msgs(&results), vec!["rego"]);
-}
-
-#[test]
 fn legacy_rego_overrides_code_and_is_always_v0() {
     let mut t = template(
         "Legacy",

@@ -88,9 +88,9 @@ pub struct GatorConfig {
     /// sets it. When set (and not empty), the pin is not used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<PathBuf>,
-    /// `--enable-k8s-native-validation` for gator. Unset: gator's default (true) with
-    /// `engine: gator`, and false with `engine: both`, matching the embedded engine (which
-    /// evaluates the Rego of templates that also have CEL).
+    /// `--enable-k8s-native-validation` for gator. Unset: the embedded engine's setting
+    /// ([`EngineOptions::k8s_native_validation`], gator's default true unless turned off), so
+    /// `engine: both` compares like with like.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub k8s_native_validation: Option<bool>,
 }
@@ -250,15 +250,16 @@ pub async fn build_engine(config: &EngineConfig) -> Result<Box<dyn PolicyEngine>
     let embedded = || Embedded::new(config.embedded_options());
     Ok(match config.engine {
         EngineKind::Embedded => Box::new(embedded()),
-        EngineKind::Gator => Box::new(gator(config, None).await?),
-        EngineKind::Both => Box::new(Both::new(embedded(), gator(config, Some(false)).await?)),
+        EngineKind::Gator => Box::new(gator(config).await?),
+        EngineKind::Both => Box::new(Both::new(embedded(), gator(config).await?)),
     })
 }
 
-/// The configured gator (fetched when pinned), writing its input under the work dir.
-/// `native_default` is the `--enable-k8s-native-validation` value used when the configuration
-/// leaves it unset.
-async fn gator(config: &EngineConfig, native_default: Option<bool>) -> Result<Gator, BuildError> {
+/// The configured gator (fetched when pinned), writing its input under the work dir. Unless
+/// `gator.k8sNativeValidation` is set, gator gets the embedded engine's CEL setting (no flag
+/// when that is gator's default).
+async fn gator(config: &EngineConfig) -> Result<Gator, BuildError> {
+    let native_default = (!config.engine_options.k8s_native_validation).then_some(false);
     let binary = match config.gator.source()? {
         GatorSource::Local(path) => path,
         GatorSource::Pinned(pin) => fetch_gator(&pin, &config.work_dir, &config.fetch).await?,

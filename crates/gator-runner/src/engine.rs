@@ -112,13 +112,14 @@ impl<'a> ReviewInput<'a> {
 }
 
 /// Whether `object` belongs to the policy side of a [`ReviewInput`]: a ConstraintTemplate, a
-/// Constraint or a Namespace.
+/// Constraint, an ExpansionTemplate or a Namespace.
 pub fn is_policy_object(object: &Value) -> bool {
     let api_version = object["apiVersion"].as_str().unwrap_or("");
     let kind = object["kind"].as_str().unwrap_or("");
     let group = api_version.split_once('/').map_or("", |(group, _)| group);
     group == gatekeeper_engine::CONSTRAINT_GROUP
         || (group == "templates.gatekeeper.sh" && kind == "ConstraintTemplate")
+        || (group == "expansion.gatekeeper.sh" && kind == "ExpansionTemplate")
         || (api_version == "v1" && kind == "Namespace")
 }
 

@@ -16,6 +16,10 @@
 //!   (e.g. `template:3: eval_conflict_error: complete rules must not produce multiple outputs`)
 //!   and its `metadata` is `{"details": null}` (a matching error has no `metadata`), where a
 //!   violation has `details` (`{}` at least); so its [`ReviewResult::details`] is `None`;
+//! - a result of a template gator evaluates by its CEL has no `metadata` at all, violation or
+//!   error alike: it is an error when its message has the shape of a CEL evaluation error
+//!   ([`gatekeeper_engine::result::cel_message_is_error`]), otherwise a violation with details
+//!   `{}`, as the embedded engine gives it (an autoreject has no `metadata` either);
 //! - exit codes other than 0 and 1, a signal, or exit 1 with no output are [`RunError::Failed`];
 //! - the timeout is [`RunError::Timeout`].
 
@@ -27,7 +31,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
-use gatekeeper_engine::result::ADMISSION_TARGET;
+use gatekeeper_engine::result::{ADMISSION_TARGET, AUTOREJECT_PREFIX, cel_message_is_error};
 use gatekeeper_engine::{ConstraintRef, ObjectRef, ReviewResult};
 use serde::Deserialize;
 use serde_json::Value;
@@ -388,7 +392,7 @@ impl GatorResult {
             _ => None,
         };
         let object = &self.violating_object;
-        ReviewResult {
+        let mut result = ReviewResult {
             target: self.target.unwrap_or_else(|| ADMISSION_TARGET.to_string()),
             msg: self.msg,
             details,
@@ -414,7 +418,14 @@ impl GatorResult {
                     .unwrap_or_default()
                     .to_string(),
             },
+        };
+        if self.metadata.is_none() {
+            let own = result.own_message();
+            if !own.starts_with(AUTOREJECT_PREFIX) && !cel_message_is_error(own) {
+                result.details = Some("{}".to_string());
+            }
         }
+        result
     }
 }
 

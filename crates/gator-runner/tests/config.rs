@@ -164,6 +164,14 @@ async fn both_agrees_when_gator_gives_the_embedded_results() {
         results,
         Embedded::default().review_to_vec(projection()).unwrap()
     );
+    // Both engines evaluate CEL where a template has it (gator's default, no flag) ...
+    let args = std::fs::read_to_string(dir.path().join("args.txt")).unwrap();
+    assert!(!args.contains("--enable-k8s-native-validation"), "{args}");
+    // ... or neither does.
+    let mut config = config;
+    config.engine_options.k8s_native_validation = false;
+    let engine = build_engine(&config).await.unwrap();
+    engine.review(projection(), &mut |_| {}).unwrap();
     let args = std::fs::read_to_string(dir.path().join("args.txt")).unwrap();
     assert!(
         args.ends_with("--enable-k8s-native-validation=false\n"),

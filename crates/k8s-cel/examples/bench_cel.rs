@@ -58,16 +58,23 @@ fn suite_program(dir: &Path) -> (String, CelProgram, Value) {
     )
 }
 
+/// The dual-engine suites under `fixtures/gatekeeper/`.
+const DUAL_ENGINE_SUITES: [&str; 6] = [
+    "celallowedrepos",
+    "celhostnamespaces",
+    "celprivileged",
+    "celreplicas",
+    "celrequiredlabels",
+    "celresourcelimits",
+];
+
 fn main() {
     let iterations: u32 = std::env::args()
         .nth(1)
         .and_then(|a| a.parse().ok())
         .unwrap_or(20_000);
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/suites");
-    let mut dirs: Vec<_> = std::fs::read_dir(&root)
-        .expect("suites")
-        .map(|e| e.expect("entry").path())
-        .collect();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/gatekeeper");
+    let mut dirs: Vec<_> = DUAL_ENGINE_SUITES.iter().map(|d| root.join(d)).collect();
     dirs.sort();
     let object = deployment();
     let mut total_evaluations = 0u64;

@@ -63,3 +63,56 @@ pub enum EvalError {
     #[error("internal error: the CEL interpreter failed")]
     Internal,
 }
+
+impl EvalError {
+    /// Whether `message` has the shape of an [`EvalError`]'s text. Gatekeeper's results of a CEL
+    /// template carry only a message, for a failed validation and for an error alike; a reader
+    /// of gator's output (which marks Rego errors, but not CEL ones) tells them apart by this.
+    /// A `messageExpression` could mimic these shapes; no real policy does.
+    pub fn is_error_message(message: &str) -> bool {
+        const OUT_OF_BUDGET: &str = "validation failed due to running out of cost budget";
+        let single = |text: &str| {
+            text.starts_with("compilation error: ")
+                || (text.starts_with("expression '") && text.contains("' resulted in error: "))
+                || text.starts_with(OUT_OF_BUDGET)
+        };
+        single(message)
+            || message
+                .strip_prefix('[')
+                .and_then(|inner| inner.strip_suffix(']'))
+                .is_some_and(single)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::EvalError;
+
+    #[test]
+    fn error_texts_are_recognised_and_violation_messages_are_not() {
+        let errors = [
+            EvalError::Compilation {
+                detail: "compilation failed: ERROR: <input>:1:1: undeclared reference".into(),
+            },
+            EvalError::Runtime {
+                expression: "1/0 == 1".into(),
+                detail: "division by zero".into(),
+            },
+            EvalError::OutOfBudget,
+            EvalError::Aggregate(
+                "[expression 'a' resulted in error: x, expression 'b' resulted in error: y]".into(),
+            ),
+        ];
+        for error in &errors {
+            assert!(EvalError::is_error_message(&error.to_string()), "{error}");
+        }
+        for message in [
+            "plain",
+            "replicas must be between 2 and 5, not 7",
+            "[a, b]",
+            "expression 'x' is wrong",
+        ] {
+            assert!(!EvalError::is_error_message(message), "{message}");
+        }
+    }
+}

@@ -107,6 +107,22 @@ impl PreparedBindings {
             any_object_is_old: operation == Some("DELETE") && object_is_null,
         })
     }
+
+    /// Replaces `params` (and so `variables.params`), keeping the other converted bindings: one
+    /// object evaluated for several Constraints is converted once.
+    pub fn set_params(&mut self, params: Option<&Json>) -> Result<(), EvalError> {
+        let too_deep = || EvalError::TooDeep {
+            binding: "params",
+            max: MAX_DEPTH,
+        };
+        let parameters = params
+            .and_then(|p| p.get("spec"))
+            .and_then(|spec| spec.get("parameters"));
+        self.params = value::from_json(params.unwrap_or(&Json::Null)).ok_or_else(too_deep)?;
+        self.parameters =
+            value::from_json(parameters.unwrap_or(&Json::Null)).ok_or_else(too_deep)?;
+        Ok(())
+    }
 }
 
 /// A failed validation: what Gatekeeper reports as a violation.
@@ -325,6 +341,12 @@ impl CelProgram {
                     .map(|e| (c.source.as_str(), e.as_str()))
             })
             .collect()
+    }
+
+    /// What [`CelProgram::evaluate`] gives when the bindings cannot be converted: `error`, or
+    /// nothing under `failurePolicy: Ignore`.
+    pub fn conversion_failed(&self, error: EvalError) -> Vec<Decision> {
+        self.keep_error(error)
     }
 
     /// Evaluates the program against `bindings`: see [`CelProgram::evaluate_prepared`].

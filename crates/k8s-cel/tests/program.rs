@@ -351,3 +351,34 @@ fn bindings_nested_too_deeply_are_an_error() {
         })]
     );
 }
+
+#[test]
+fn prepared_bindings_take_new_params_and_keep_the_rest() {
+    let program = CelProgram::compile(&json!({
+        "variables": [{"name": "who", "expression": "params.metadata.name"}],
+        "validations": [{
+            "expression": "object.spec.replicas <= variables.params.max",
+            "messageExpression": "variables.who + ': at most ' + string(variables.params.max)",
+        }],
+    }))
+    .unwrap();
+    let object = deployment(5);
+    let constraint = |name: &str, max: i64| json!({"metadata": {"name": name}, "spec": {"parameters": {"max": max}}});
+    let mut prepared = k8s_cel::PreparedBindings::new(&Bindings {
+        object: Some(&object),
+        ..Bindings::default()
+    })
+    .unwrap();
+    for (name, max) in [("three", 3), ("nine", 9), ("four", 4)] {
+        let params = constraint(name, max);
+        prepared.set_params(Some(&params)).unwrap();
+        let fresh = program.evaluate(&Bindings {
+            object: Some(&object),
+            params: Some(&params),
+            ..Bindings::default()
+        });
+        assert_eq!(program.evaluate_prepared(&prepared), fresh, "{name}");
+    }
+    let last = program.evaluate_prepared(&prepared);
+    assert_eq!(last, [violation("four: at most 4")]);
+}

@@ -1,4 +1,4 @@
-//! The CEL halves of the dual-engine suites under `tests/data/suites/`, evaluated by this crate
+//! The CEL halves of the dual-engine suites (`fixtures/gatekeeper/cel*`), evaluated by this crate
 //! with each case's assertions (the same suites pass under the real gator, with CEL and with
 //! Rego). Matching is not this crate's job: every case's object matches its Constraint.
 
@@ -76,13 +76,27 @@ fn run_suite(dir: &Path) -> usize {
     cases
 }
 
+/// Whether a fixture template carries both CEL and Rego code.
+fn has_rego_and_cel(template: &Path) -> bool {
+    template.is_file() && {
+        let code = &read_yaml(template)["spec"]["targets"][0]["code"];
+        let engines: Vec<&str> = code
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter_map(|c| c["engine"].as_str())
+            .collect();
+        engines.contains(&"K8sNativeValidation") && engines.contains(&"Rego")
+    }
+}
+
 #[test]
 fn dual_engine_suites_pass_with_this_crate() {
-    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/suites");
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/gatekeeper");
     let mut dirs: Vec<PathBuf> = std::fs::read_dir(&root)
-        .expect("suites directory")
+        .expect("fixtures directory")
         .map(|e| e.expect("entry").path())
-        .filter(|p| p.join("suite.yaml").is_file())
+        .filter(|p| p.join("suite.yaml").is_file() && has_rego_and_cel(&p.join("template.yaml")))
         .collect();
     dirs.sort();
     let names: Vec<String> = dirs
@@ -93,12 +107,12 @@ fn dual_engine_suites_pass_with_this_crate() {
     assert_eq!(
         names,
         [
-            "allowed-repos",
-            "host-namespaces",
-            "privileged",
-            "replicas",
-            "required-labels",
-            "resource-limits"
+            "celallowedrepos",
+            "celhostnamespaces",
+            "celprivileged",
+            "celreplicas",
+            "celrequiredlabels",
+            "celresourcelimits"
         ]
     );
     let cases: usize = dirs.iter().map(|d| run_suite(d)).sum();

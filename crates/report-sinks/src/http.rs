@@ -2,16 +2,18 @@
 //! over rustls with `ring`; `http://` allowed for an in-cluster Loki), finite timeouts, no
 //! redirects, and [`SendError`], whose every text is already free of secrets.
 //!
-//! Answers are classified by status alone: any 2xx is a success whatever its body. Of a body only
-//! a bounded prefix is ever read ([`MAX_BODY_BYTES`]); the rest is left unread (the connection is
-//! then not reused), so a server answering an endless body costs nothing. Error texts are
-//! redacted before they are shortened, so a cut never leaves half a secret.
+//! Posts are classified by status alone: any 2xx is a success whatever its body. Of an error body
+//! only a bounded prefix is ever read ([`MAX_BODY_BYTES`]); the rest is left unread (the
+//! connection is then not reused), so a server answering an endless body costs nothing. A GET
+//! (Loki's `query_range`) needs its success body: it is read up to the caller's cap, and an
+//! answer over it is [`SendError::TooLarge`], never read further. Error texts are redacted before
+//! they are shortened, so a cut never leaves half a secret.
 
 use std::time::Duration;
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue, StatusCode, Uri};
-use http_body_util::{BodyExt, Full};
+use http_body_util::{BodyExt, Full, LengthLimitError, Limited};
 use https_client::{ClientOptions, HttpsClient, TrustRoots};
 
 use crate::secret::{Redactor, redactor_of};
@@ -64,6 +66,12 @@ pub enum SendError {
     /// The TLS client could not be set up (a bad extra CA, named in the text).
     #[error("failed to set up TLS: {0}")]
     Tls(String),
+    /// A success answer was larger than the reader's cap; the rest was not read.
+    #[error("answer larger than the cap of {cap_bytes} bytes")]
+    TooLarge {
+        /// The cap, in bytes.
+        cap_bytes: usize,
+    },
 }
 
 fn body_suffix(body: &str) -> String {
@@ -134,7 +142,8 @@ impl HttpClient {
     }
 
     /// POSTs `body` as JSON to `uri` with extra `headers`; any answer (whatever its status) is
-    /// returned; failures to get one become [`SendError`]s with `secrets` removed.
+    /// returned, a success without its body; failures to get one become [`SendError`]s with
+    /// `secrets` removed.
     pub(crate) async fn post_json(
         &self,
         uri: &Uri,
@@ -142,9 +151,36 @@ impl HttpClient {
         body: Bytes,
         secrets: &[&str],
     ) -> Result<Answer, SendError> {
-        let mut builder = http::Request::post(uri.clone())
-            .header(http::header::CONTENT_TYPE, "application/json")
-            .header(http::header::USER_AGENT, "workload-report");
+        let builder =
+            http::Request::post(uri.clone()).header(http::header::CONTENT_TYPE, "application/json");
+        self.exchange(builder, headers, body, secrets, None).await
+    }
+
+    /// GETs `uri` with extra `headers`; any answer is returned, a success with its whole body
+    /// when it is at most `max_body` bytes ([`SendError::TooLarge`] otherwise).
+    pub(crate) async fn get(
+        &self,
+        uri: &Uri,
+        headers: &[(http::HeaderName, HeaderValue)],
+        secrets: &[&str],
+        max_body: usize,
+    ) -> Result<Answer, SendError> {
+        let builder = http::Request::get(uri.clone());
+        self.exchange(builder, headers, Bytes::new(), secrets, Some(max_body))
+            .await
+    }
+
+    /// Sends one request under the timeout. A success body is read up to `success_body` bytes
+    /// (not at all when `None`), an error body's prefix always.
+    async fn exchange(
+        &self,
+        builder: http::request::Builder,
+        headers: &[(http::HeaderName, HeaderValue)],
+        body: Bytes,
+        secrets: &[&str],
+        success_body: Option<usize>,
+    ) -> Result<Answer, SendError> {
+        let mut builder = builder.header(http::header::USER_AGENT, "workload-report");
         for (name, value) in headers {
             builder = builder.header(name, value);
         }
@@ -159,9 +195,12 @@ impl HttpClient {
                 .await
                 .map_err(|e| transport(&e, &redactor))?;
             let (parts, body) = response.into_parts();
-            let body = body_prefix(body, MAX_BODY_BYTES, parts.status.is_success())
-                .await
-                .map_err(|e| transport(&*e, &redactor))?;
+            let body = match (parts.status.is_success(), success_body) {
+                (true, Some(cap)) => whole_body(body, cap, &redactor).await?,
+                (success, _) => body_prefix(body, MAX_BODY_BYTES, success)
+                    .await
+                    .map_err(|e| transport(&*e, &redactor))?,
+            };
             Ok(Answer {
                 status: parts.status,
                 headers: parts.headers,
@@ -174,6 +213,19 @@ impl HttpClient {
                 seconds: self.timeout.as_secs().max(1),
             }),
         }
+    }
+}
+
+/// The whole of `body` when it is at most `cap` bytes; reading stops at the cap.
+async fn whole_body<B>(body: B, cap: usize, redactor: &Redactor) -> Result<Bytes, SendError>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    match Limited::new(body, cap).collect().await {
+        Ok(collected) => Ok(collected.to_bytes()),
+        Err(error) if error.is::<LengthLimitError>() => Err(SendError::TooLarge { cap_bytes: cap }),
+        Err(error) => Err(transport(&*error, redactor)),
     }
 }
 

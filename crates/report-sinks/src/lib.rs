@@ -7,7 +7,12 @@
 //! that knows Block Kit). Delivery is a separate, thin I/O step: [`slack::SlackPoster::post`] and [`loki::LokiClient::push`], both over hyper + rustls
 //! (ring) with finite timeouts and no redirect following.
 //!
+//! Reading is this crate's job too: [`loki::LokiClient::previous_run`] reads the previous run of
+//! the cluster back from Loki (`query_range`, paged and bounded), the baseline the pipeline
+//! compares a report with before it is rendered.
+//!
 //! ```text
+//!                       LokiClient::previous_run ──▶ PreviousRun (compared by daily-report)
 //!              ┌── SlackSink::render ──▶ Vec<TeamDigest> ──▶ SlackPoster::post (per team)
 //! Report ──────┤
 //!              └── LokiSink::render  ──▶ LokiPush       ──▶ LokiClient::push
@@ -29,10 +34,13 @@ pub mod slack;
 
 pub use http::{HttpOptions, SendError};
 pub use https_client::{ExtraCa, TrustRoots};
-pub use loki::{LokiAuth, LokiClient, LokiEndpoint, LokiPush, LokiSink};
+pub use loki::{
+    HistoryError, HistoryLimits, HistoryQuery, LokiAuth, LokiClient, LokiEndpoint, LokiPush,
+    LokiSink, PreviousRun, PreviousViolation,
+};
 pub use model::{
-    AuditCheck, NamespaceReport, ObjectName, PolicyError, Report, RuleReport, RunStatus,
-    RunSummary, TeamReport, ViolatingWorkload,
+    AuditCheck, FixedWorkload, History, NamespaceReport, ObjectName, PolicyError, PreviousRunRef,
+    Report, RuleReport, RunStatus, RunSummary, TeamReport, ViolatingWorkload,
 };
 pub use secret::{REDACTED, Redactor, WebhookUrl, hide};
 pub use slack::{SlackMessage, SlackOptions, SlackPoster, SlackSink, TeamDigest, problems_message};

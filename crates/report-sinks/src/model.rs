@@ -1,13 +1,18 @@
-//! The report model every sink consumes: per team → namespace → rule counts, the run summary.
+//! The report model every sink consumes: per team → namespace → rule counts, the change since
+//! the previous run, the run summary.
 //!
 //! The pipeline (`daily-report`) builds one [`Report`] per run; each sink renders it. Only the
 //! run summary and the audit check are `Serialize`: they are documented outputs (`run.json`, the
 //! `run` Loki line). Everything else reaches the outside world through a sink's own payload types.
+//!
+//! The change since the previous run is [`History`] (what the run was compared with, or why it
+//! was not) plus, when compared, the `new` marks of [`ViolatingWorkload`]s and the
+//! [`RuleReport::fixed`] workloads; the pipeline computes them, the sinks only show them.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use jiff::Timestamp;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One run's report: the run summary, every team's counts, the policies that failed to
 /// evaluate, and the run's problems.
@@ -27,6 +32,43 @@ pub struct Report {
     /// Every problem of the run, in the order they happened (already free of secrets). They go
     /// to the default team in a problems digest ([`crate::slack::problems_message`]).
     pub problems: Vec<String>,
+    /// What the run was compared with: the previous run, or why the change is unknown.
+    pub history: History,
+}
+
+/// What a report's change counts (`new`, `fixed`) are relative to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum History {
+    /// Compared with an earlier run read back from Loki.
+    Compared(PreviousRunRef),
+    /// No earlier run of this cluster and job counts as a baseline within the look-back: every
+    /// count is shown, nothing is called new or fixed.
+    FirstRun,
+    /// The history could not be read (no Loki configured, an error, a timeout, an answer that is
+    /// no Loki answer or is incomplete), or the run counted nothing. Why is in the run's log.
+    Unavailable,
+}
+
+impl History {
+    /// The run compared with, if any.
+    pub fn previous(&self) -> Option<&PreviousRunRef> {
+        match self {
+            History::Compared(previous) => Some(previous),
+            History::FirstRun | History::Unavailable => None,
+        }
+    }
+}
+
+/// The earlier run a report is compared with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PreviousRunRef {
+    /// Its run id.
+    pub run_id: String,
+    /// When it finished (its run line's timestamp).
+    pub finished_at: Timestamp,
+    /// Its `failed` teams: their digest of that run did not arrive, so they are never spared a
+    /// digest as unchanged (`postOnlyOnChange`).
+    pub failed: BTreeSet<String>,
 }
 
 /// One Constraint whose evaluation failed (a Rego evaluation error such as
@@ -72,7 +114,8 @@ impl std::fmt::Display for ObjectName {
 /// One team's violations (and policy errors): namespace → rule (constraint kind) → counts.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct TeamReport {
-    /// Namespaces with at least one violating or erring workload, keyed (and so sorted) by name.
+    /// Namespaces with at least one violating, erring or fixed workload, keyed (and so sorted) by
+    /// name.
     pub namespaces: BTreeMap<String, NamespaceReport>,
 }
 
@@ -86,6 +129,23 @@ impl TeamReport {
     /// The number of (workload, rule) pairs whose evaluation failed, over all namespaces.
     pub fn errors(&self) -> usize {
         self.namespaces.values().map(NamespaceReport::errors).sum()
+    }
+
+    /// The number of (workload, rule) pairs in violation now but not in the previous run (0 when
+    /// the run was not compared).
+    pub fn new_count(&self) -> usize {
+        self.namespaces
+            .values()
+            .map(NamespaceReport::new_count)
+            .sum()
+    }
+
+    /// The number of (workload, rule) pairs in violation in the previous run but not now.
+    pub fn fixed_count(&self) -> usize {
+        self.namespaces
+            .values()
+            .map(NamespaceReport::fixed_count)
+            .sum()
     }
 
     /// The number of namespaces with at least one violation.
@@ -117,12 +177,30 @@ impl NamespaceReport {
     pub fn errors(&self) -> usize {
         self.rules.values().map(|r| r.errors).sum()
     }
+
+    /// The number of (workload, rule) pairs in violation now but not in the previous run.
+    pub fn new_count(&self) -> usize {
+        self.rules.values().map(|r| r.new).sum()
+    }
+
+    /// The number of (workload, rule) pairs in violation in the previous run but not now.
+    pub fn fixed_count(&self) -> usize {
+        self.rules.values().map(|r| r.fixed.len()).sum()
+    }
+
+    /// Whether anything is in violation or erring here now (a namespace whose workloads were all
+    /// fixed is only counted as fixed).
+    pub fn has_findings(&self) -> bool {
+        self.total() > 0 || self.errors() > 0
+    }
 }
 
-/// What one rule flagged in one namespace.
+/// What one rule flagged in one namespace (and, when the run was compared, what it no longer
+/// flags).
 ///
-/// Build it with [`RuleReport::from_workloads`], which sorts, dedups, caps and counts, and add
-/// the policy errors with [`RuleReport::with_errors`].
+/// Build it with [`RuleReport::from_workloads`], which sorts, dedups, caps and counts, add the
+/// policy errors with [`RuleReport::with_errors`] and the change with [`RuleReport::with_change`].
+/// A rule whose workloads were all fixed has `count` 0 and only `fixed` entries.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RuleReport {
     /// Distinct violating workloads (a workload is keyed by kind and name).
@@ -131,7 +209,8 @@ pub struct RuleReport {
     /// violation: never in `names`, `categories` or `workloads`).
     pub errors: usize,
     /// Display names ([`ViolatingWorkload::display_name`]) of the first `maxNamesPerRule`
-    /// workloads, sorted by (name, kind).
+    /// workloads: the new ones first, each part sorted by (name, kind). The first
+    /// `min(new, names.len())` names are the new ones.
     pub names: Vec<String>,
     /// How many names were cut by the cap (`+N more`); `count == names.len() + more`.
     pub more: usize,
@@ -140,6 +219,11 @@ pub struct RuleReport {
     pub categories: BTreeMap<String, usize>,
     /// Every violating workload, sorted by (name, kind): the `violation` Loki lines.
     pub workloads: Vec<ViolatingWorkload>,
+    /// How many of `workloads` are new since the previous run.
+    pub new: usize,
+    /// Workloads this rule flagged in the previous run and no longer flags, sorted by (name,
+    /// kind).
+    pub fixed: Vec<FixedWorkload>,
 }
 
 impl RuleReport {
@@ -158,15 +242,12 @@ impl RuleReport {
         workloads
             .dedup_by(|later, earlier| later.kind == earlier.kind && later.name == earlier.name);
         let count = workloads.len();
-        let names: Vec<String> = workloads
-            .iter()
-            .take(max_names)
-            .map(ViolatingWorkload::display_name)
-            .collect();
+        let names = display_names(&workloads, max_names);
         let mut categories = BTreeMap::new();
         for w in &workloads {
             *categories.entry(w.category.clone()).or_insert(0) += 1;
         }
+        let new = workloads.iter().filter(|w| w.new).count();
         RuleReport {
             count,
             errors: 0,
@@ -174,6 +255,8 @@ impl RuleReport {
             names,
             categories,
             workloads,
+            new,
+            fixed: Vec::new(),
         }
     }
 
@@ -181,6 +264,55 @@ impl RuleReport {
     pub fn with_errors(mut self, errors: usize) -> RuleReport {
         self.errors = errors;
         self
+    }
+
+    /// The same report compared with the previous run: each workload marked new when `is_new`
+    /// says so, the display names (at most `max_names`, as before) reordered new first, and
+    /// `fixed` (sorted, deduplicated) as the workloads no longer flagged.
+    pub fn with_change(
+        mut self,
+        is_new: impl Fn(&ViolatingWorkload) -> bool,
+        mut fixed: Vec<FixedWorkload>,
+        max_names: usize,
+    ) -> RuleReport {
+        for workload in &mut self.workloads {
+            workload.new = is_new(workload);
+        }
+        self.new = self.workloads.iter().filter(|w| w.new).count();
+        self.names = display_names(&self.workloads, max_names);
+        self.more = self.count - self.names.len();
+        fixed.sort();
+        fixed.dedup();
+        self.fixed = fixed;
+        self
+    }
+}
+
+/// The display names of the first `max` of `workloads` (sorted by name and kind): new ones
+/// first, the order within each part kept.
+fn display_names(workloads: &[ViolatingWorkload], max: usize) -> Vec<String> {
+    let (new, old): (Vec<&ViolatingWorkload>, Vec<&ViolatingWorkload>) =
+        workloads.iter().partition(|w| w.new);
+    new.into_iter()
+        .chain(old)
+        .take(max)
+        .map(ViolatingWorkload::display_name)
+        .collect()
+}
+
+/// A workload a rule flagged in the previous run and no longer flags (fixed, or gone).
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct FixedWorkload {
+    /// The workload name (first, so a list sorts by name like the violating workloads).
+    pub name: String,
+    /// The workload kind.
+    pub kind: String,
+}
+
+impl FixedWorkload {
+    /// The name shown in Slack, as [`ViolatingWorkload::display_name`].
+    pub fn display_name(&self) -> String {
+        display_name(&self.kind, &self.name)
     }
 }
 
@@ -195,22 +327,29 @@ pub struct ViolatingWorkload {
     pub category: String,
     /// The violation message (free text from the policy).
     pub message: String,
+    /// Whether the previous run did not flag this workload with this rule (always false when the
+    /// run was not compared: see [`Report::history`]).
+    pub new: bool,
 }
 
 impl ViolatingWorkload {
     /// The name shown in Slack: the bare name for a Deployment, `kind/name` (lower-case kind)
     /// for any other kind, e.g. `api` and `statefulset/api`.
     pub fn display_name(&self) -> String {
-        if self.kind == "Deployment" {
-            self.name.clone()
-        } else {
-            format!("{}/{}", self.kind.to_ascii_lowercase(), self.name)
-        }
+        display_name(&self.kind, &self.name)
+    }
+}
+
+fn display_name(kind: &str, name: &str) -> String {
+    if kind == "Deployment" {
+        name.to_string()
+    } else {
+        format!("{}/{}", kind.to_ascii_lowercase(), name)
     }
 }
 
 /// The outcome of a run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum RunStatus {
     /// Everything worked and agreed.
@@ -286,6 +425,9 @@ pub struct RunSummary {
     pub failed: Vec<String>,
     /// Rule → audit cross-check.
     pub audit_check: BTreeMap<String, AuditCheck>,
+    /// The run this one was compared with (`null` when the change is unknown: first run, or
+    /// history unavailable).
+    pub previous_run_id: Option<String>,
     /// When the run started.
     pub started_at: Timestamp,
     /// When the run finished (the timestamp of every Loki line of the run).

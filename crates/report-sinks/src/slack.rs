@@ -1,10 +1,12 @@
 //! Slack digests: one Block Kit message per team (with a plain `text` fallback), a problems
 //! digest for the default team, and the poster that sends them to incoming webhooks.
 //!
-//! A team digest has a header, one intro section (total, namespaces, cluster, run id), one
-//! section per namespace listing each rule's count, message categories and the sorted, capped
-//! workload names (`+N more`), and a context block linking the dashboard (with `var-team` and
-//! `var-run`) and the readme. Policy errors (a policy that failed to evaluate) are shown as
+//! A team digest has a header saying the change since the previous run (`N new, M fixed since
+//! <date>`, or that it is unknown: first run, history unavailable), one intro section (total,
+//! namespaces, cluster, run id), one section per namespace listing each rule's count, message
+//! categories and the capped workload names (`+N more`; new ones first, marked `:new:`), a
+//! section counting the fixed workloads (their names up to the cap), and a context block linking
+//! the dashboard (with `var-team` and `var-run`) and the readme. Policy errors (a policy that failed to evaluate) are shown as
 //! `N policy errors` next to the counts, never as violating workloads, and the problems digest
 //! names every erring Constraint for the policy owners. It stays within Slack's limits — at most [`MAX_BLOCKS`] blocks and
 //! [`MAX_SECTION_CHARS`] characters per section text — and within
@@ -20,7 +22,9 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::http::{HttpClient, HttpOptions, SendError, failure, retry_after_secs};
-use crate::model::{PolicyError, Report, RuleReport, RunStatus, RunSummary, TeamReport};
+use crate::model::{
+    History, NamespaceReport, PolicyError, Report, RuleReport, RunStatus, RunSummary, TeamReport,
+};
 use crate::secret::WebhookUrl;
 
 /// Slack's limit on blocks per message.
@@ -49,6 +53,12 @@ pub struct SlackOptions {
     pub max_message_chars: usize,
     /// Whether a team without violations still gets a (short, "all clear") digest.
     pub post_when_clean: bool,
+    /// Whether a team whose violations did not change since the previous run (nothing new,
+    /// nothing fixed) is spared its digest. Never when the change is unknown or the team's
+    /// previous digest did not arrive.
+    pub post_only_on_change: bool,
+    /// The most fixed workloads named in a digest (the rest are counted).
+    pub max_fixed_names: usize,
 }
 
 impl Default for SlackOptions {
@@ -58,6 +68,8 @@ impl Default for SlackOptions {
             readme_url: None,
             max_message_chars: DEFAULT_MAX_MESSAGE_CHARS,
             post_when_clean: false,
+            post_only_on_change: false,
+            max_fixed_names: 10,
         }
     }
 }
@@ -141,10 +153,41 @@ impl SlackSink {
         &self.options
     }
 
-    /// Whether `team` gets a digest for this report (not silenced; not clean unless
-    /// `post_when_clean`).
-    pub fn posts_to(&self, team: &str, report: &TeamReport) -> bool {
-        !team_routing::is_silenced(team) && (self.options.post_when_clean || !report.is_clean())
+    /// Whether `team` gets a digest for this report (not silenced; not clean unless something
+    /// was fixed or `post_when_clean`; not unchanged when `post_only_on_change`).
+    pub fn posts_to(&self, team: &str, report: &TeamReport, history: &History) -> bool {
+        self.would_post(team, report) && !self.spares(team, report, history)
+    }
+
+    /// Whether `team` gets a digest before `post_only_on_change` is considered: not silenced,
+    /// and something to say — a violation, a fixed workload (a team that fixed everything hears
+    /// so), or `post_when_clean`.
+    fn would_post(&self, team: &str, report: &TeamReport) -> bool {
+        !team_routing::is_silenced(team)
+            && (self.options.post_when_clean || !report.is_clean() || report.fixed_count() > 0)
+    }
+
+    /// Whether `post_only_on_change` spares `team` its digest: the run was compared, the team's
+    /// previous digest arrived, and nothing is new or fixed.
+    fn spares(&self, team: &str, report: &TeamReport, history: &History) -> bool {
+        self.options.post_only_on_change
+            && history
+                .previous()
+                .is_some_and(|previous| !previous.failed.contains(team))
+            && report.new_count() == 0
+            && report.fixed_count() == 0
+    }
+
+    /// The teams that would get a digest but are spared it as unchanged, sorted.
+    pub fn spared(&self, report: &Report) -> Vec<String> {
+        report
+            .teams
+            .iter()
+            .filter(|(team, tr)| {
+                self.would_post(team, tr) && self.spares(team, tr, &report.history)
+            })
+            .map(|(team, _)| team.clone())
+            .collect()
     }
 
     /// One digest per posted team, sorted by team name. Pure.
@@ -152,13 +195,42 @@ impl SlackSink {
         report
             .teams
             .iter()
-            .filter(|(team, tr)| self.posts_to(team, tr))
+            .filter(|(team, tr)| self.posts_to(team, tr, &report.history))
             .map(|(team, tr)| TeamDigest {
                 team: team.clone(),
-                message: team_message(team, tr, &report.run, &self.options),
+                message: team_message(team, tr, &report.run, &report.history, &self.options),
             })
             .collect()
     }
+}
+
+/// The change since the previous run as a digest says it: `2 new, 1 fixed since 2026-11-29
+/// 07:30 UTC`, or `change unknown (first run)` / `(history unavailable)`.
+pub fn change_phrase(report: &TeamReport, history: &History) -> String {
+    match history {
+        History::Compared(previous) => format!(
+            "{} new, {} fixed since {}",
+            report.new_count(),
+            report.fixed_count(),
+            since(previous.finished_at)
+        ),
+        History::FirstRun => "change unknown (first run)".to_string(),
+        History::Unavailable => "change unknown (history unavailable)".to_string(),
+    }
+}
+
+/// `text` with its first letter upper-case (a phrase that starts a sentence).
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+/// A previous run's time as digests show it: `2026-11-29 07:30 UTC`.
+fn since(finished_at: jiff::Timestamp) -> String {
+    finished_at.strftime("%Y-%m-%d %H:%M UTC").to_string()
 }
 
 /// The dashboard link for `team` (or every team when `None`) and `run_id`: `dashboard_url` with
@@ -182,21 +254,38 @@ pub fn team_message(
     team: &str,
     report: &TeamReport,
     run: &RunSummary,
+    history: &History,
     options: &SlackOptions,
 ) -> SlackMessage {
-    let mut blocks = vec![header(&format!("Workload policy report: {team}"))];
+    let change = change_phrase(report, history);
+    let title = format!("Workload policy report: {team} — {change}");
+    let mut blocks = vec![header(&title)];
     let (intro, first_line) = team_intro(team, report, run);
+    let first_line = format!("{} {}.", first_line, escape(&capitalized(&change)));
     let mut text_lines = vec![first_line];
-    let mut used = chars(&intro) + chars(team) + 30;
+    let mut used = chars(&intro) + chars(&title);
     blocks.push(section(&intro));
-
     let budget = options.max_message_chars.saturating_sub(RESERVED_CHARS);
+    let fixed = history.previous().and_then(|previous| {
+        let room = budget.saturating_sub(used).min(MAX_SECTION_CHARS - 40);
+        fixed_section(report, previous.finished_at, options, room)
+    });
+    if let Some(text) = &fixed {
+        used += chars(text);
+    }
+    let fixed_blocks = FIXED_BLOCKS + usize::from(fixed.is_some());
+    let findings: Vec<(&String, &NamespaceReport)> = report
+        .namespaces
+        .iter()
+        .filter(|(_, ns)| ns.has_findings())
+        .collect();
+
     let mut shown_sections = 0;
     let mut cut_namespaces = 0;
     let mut cut_violations = 0;
     let mut cut_errors = 0;
-    for (namespace, ns) in &report.namespaces {
-        let fits_blocks = shown_sections + FIXED_BLOCKS < MAX_BLOCKS;
+    for &(namespace, ns) in &findings {
+        let fits_blocks = shown_sections + fixed_blocks < MAX_BLOCKS;
         let text = namespace_section(namespace, &ns.rules);
         if cut_namespaces == 0 && fits_blocks && used + chars(&text) <= budget {
             used += chars(&text);
@@ -210,12 +299,13 @@ pub fn team_message(
     }
     let mut text_used = chars(&text_lines[0]);
     let mut text_cut = 0;
-    for (namespace, ns) in &report.namespaces {
+    for &(namespace, ns) in &findings {
         let line = format!(
             "{}: {}",
             escape(namespace),
             ns.rules
                 .iter()
+                .filter(|(_, r)| r.count > 0 || r.errors > 0)
                 .map(|(rule, r)| format!("{} {}", escape(rule), plain_counts(r)))
                 .collect::<Vec<_>>()
                 .join(", ")
@@ -233,6 +323,9 @@ pub fn team_message(
             plural(cut_namespaces, "namespace", "namespaces"),
             counts(cut_violations, cut_errors),
         )));
+    }
+    if let Some(text) = fixed {
+        blocks.push(section(&text));
     }
     if text_cut > 0 {
         text_lines.push(format!(
@@ -514,17 +607,24 @@ impl Bullets {
     }
 }
 
-/// One namespace's section text: a bold namespace line, then one bullet per rule.
-fn namespace_section(namespace: &str, rules: &BTreeMap<String, RuleReport>) -> String {
+/// One namespace's section text: a bold namespace line, then one bullet per rule with findings
+/// (a rule whose workloads were all fixed is only in the fixed section).
+fn namespace_section(namespace: &str, all_rules: &BTreeMap<String, RuleReport>) -> String {
+    let rules: BTreeMap<&String, &RuleReport> = all_rules
+        .iter()
+        .filter(|(_, r)| r.count > 0 || r.errors > 0)
+        .collect();
     let total: usize = rules.values().map(|r| r.count).sum();
     let errors: usize = rules.values().map(|r| r.errors).sum();
+    let new: usize = rules.values().map(|r| r.new).sum();
     let mut text = format!(
-        "*{}* — {}",
+        "*{}* — {}{}",
         escape(namespace),
-        count_with_errors(total, errors)
+        count_with_errors(total, errors),
+        new_suffix(new)
     );
     let mut shown = 0;
-    for (rule, report) in rules {
+    for (rule, report) in &rules {
         // keep room for a closing "…and N more rules" line
         let room = MAX_SECTION_CHARS.saturating_sub(chars(&text) + 80);
         match rule_line(rule, report, room) {
@@ -549,9 +649,10 @@ fn namespace_section(namespace: &str, rules: &BTreeMap<String, RuleReport>) -> S
     text
 }
 
-/// `• *Rule*: N (cat a, cat b) — `x`, `y` +M more`, with as many names as fit in `room`
-/// characters, then `; E policy errors` when the rule failed to evaluate on some workloads (an
-/// erring workload is never listed as violating); `None` when not even the counts fit.
+/// `• *Rule*: N, K new (cat a, cat b) — :new: `x`, `y` +M more`, with as many names as fit in
+/// `room` characters (the new ones first, marked), then `; E policy errors` when the rule failed
+/// to evaluate on some workloads (an erring workload is never listed as violating); `None` when
+/// not even the counts fit.
 fn rule_line(rule: &str, report: &RuleReport, room: usize) -> Option<String> {
     if report.count == 0 {
         let line = format!(
@@ -567,7 +668,12 @@ fn rule_line(rule: &str, report: &RuleReport, room: usize) -> Option<String> {
         String::new()
     };
     let room = room.saturating_sub(chars(&errors_suffix));
-    let mut line = format!("• *{}*: {}", escape(rule), report.count);
+    let mut line = format!(
+        "• *{}*: {}{}",
+        escape(rule),
+        report.count,
+        new_suffix(report.new)
+    );
     let show_categories =
         report.categories.len() > 1 || report.categories.keys().any(|c| c != "other");
     if show_categories {
@@ -584,7 +690,8 @@ fn rule_line(rule: &str, report: &RuleReport, room: usize) -> Option<String> {
     let mut more = report.more;
     let mut names = Vec::new();
     for (i, name) in report.names.iter().enumerate() {
-        let piece = format!("`{}`", escape(name));
+        let mark = if i < report.new { NEW_MARK } else { "" };
+        let piece = format!("{mark}`{}`", escape(name));
         let rest = report.names.len() - i - 1 + report.more;
         let tail = if rest > 0 { 16 } else { 0 };
         let joined = names.iter().map(|n: &String| chars(n) + 2).sum::<usize>();
@@ -603,6 +710,65 @@ fn rule_line(rule: &str, report: &RuleReport, room: usize) -> Option<String> {
     }
     line.push_str(&errors_suffix);
     Some(line)
+}
+
+/// How a new workload's name is marked.
+const NEW_MARK: &str = ":new: ";
+
+/// `, K new` when K > 0.
+fn new_suffix(new: usize) -> String {
+    if new == 0 {
+        String::new()
+    } else {
+        format!(", {new} new")
+    }
+}
+
+/// The fixed workloads of a team, counted, with the first `max_fixed_names` named (by
+/// namespace, rule, name) as `` `namespace/name` (Rule) `` as far as they fit in `room`
+/// characters; `None` when nothing was fixed. The count is always said.
+fn fixed_section(
+    report: &TeamReport,
+    since_time: jiff::Timestamp,
+    options: &SlackOptions,
+    room: usize,
+) -> Option<String> {
+    let fixed = report.fixed_count();
+    if fixed == 0 {
+        return None;
+    }
+    let mut text = format!(
+        ":white_check_mark: *{fixed} fixed* since {}",
+        since(since_time)
+    );
+    let names = report.namespaces.iter().flat_map(|(namespace, ns)| {
+        ns.rules.iter().flat_map(move |(rule, r)| {
+            r.fixed.iter().map(move |w| {
+                format!(
+                    "`{}/{}` ({})",
+                    escape(namespace),
+                    escape(&w.display_name()),
+                    escape(rule)
+                )
+            })
+        })
+    });
+    // keep room for the "+N more" tail
+    let room = room.saturating_sub(16);
+    let mut shown = 0;
+    for (i, name) in names.take(options.max_fixed_names).enumerate() {
+        let joiner = if i == 0 { ": " } else { ", " };
+        if chars(&text) + chars(joiner) + chars(&name) > room {
+            break;
+        }
+        text.push_str(joiner);
+        text.push_str(&name);
+        shown += 1;
+    }
+    if shown < fixed {
+        text.push_str(&format!(" +{} more", fixed - shown));
+    }
+    Some(text)
 }
 
 fn links(

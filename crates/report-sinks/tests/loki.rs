@@ -41,6 +41,7 @@ fn loki_payload_snapshot() {
 fn labels_are_exactly_job_cluster_team_type() {
     let push = LokiSink::new("gatekeeper-workload-report").render(&common::report());
     let mut teams = BTreeSet::new();
+    let mut stamps = Vec::new();
     for stream in &push.streams {
         let keys: Vec<&str> = stream.stream.keys().map(String::as_str).collect();
         assert_eq!(keys, ["cluster", "job", "team", "type"]);
@@ -48,7 +49,8 @@ fn labels_are_exactly_job_cluster_team_type() {
         assert_eq!(stream.stream["cluster"], "azure-dev");
         teams.insert(stream.stream["team"].clone());
         for [ts, line] in &stream.values {
-            assert_eq!(ts, "1796023842000000000");
+            let ts: i128 = ts.parse().unwrap();
+            stamps.push((ts, stream.stream["type"].clone()));
             let line: Value = serde_json::from_str(line).unwrap();
             assert_eq!(line["type"], stream.stream["type"].as_str());
             assert_eq!(line["runId"], "20261130T073000Z-a1b2");
@@ -58,6 +60,13 @@ fn labels_are_exactly_job_cluster_team_type() {
         teams.into_iter().collect::<Vec<_>>(),
         ["3d", "_run", "infra", "raster", "silenced"]
     );
+    // the run line is at finishedAt, every other line after it, each on its own nanosecond
+    stamps.sort();
+    let first = 1_796_023_842_000_000_000_i128;
+    assert_eq!(stamps[0], (first, "run".to_string()));
+    let expected: Vec<i128> = (first..first + stamps.len() as i128).collect();
+    let got: Vec<i128> = stamps.iter().map(|(ts, _)| *ts).collect();
+    assert_eq!(got, expected);
     // nothing high-cardinality in the labels
     let labels: String = push
         .streams
@@ -288,7 +297,7 @@ fn policy_errors_are_counted_apart_and_never_violation_lines() {
         [serde_json::json!({
             "type": "summary", "runId": "20261130T073000Z-a1b2", "team": "raster",
             "namespace": "raster-stage", "rule": "K8sRequiredProbes",
-            "count": 0, "errors": 2, "categories": {}
+            "count": 0, "errors": 2, "categories": {}, "new": null, "fixed": null
         })]
     );
     assert!(

@@ -139,3 +139,73 @@ async fn real_loki_accepts_basic_and_bearer_auth_and_the_fake_sees_the_headers()
     // Both pushes carried the same lines: Loki stored them once.
     assert_eq!(read_back(&loki, "auth", &push), pushed(&push));
 }
+
+#[tokio::test]
+async fn real_loki_gives_back_the_previous_run_with_every_violation_paged() {
+    let Some((loki, push)) = pushed_to_real_loki(
+        "real_loki_gives_back_the_previous_run_with_every_violation_paged",
+        "infra",
+    )
+    .await
+    else {
+        return;
+    };
+    let report = common::report();
+    let query = report_sinks::HistoryQuery {
+        job: JOB.into(),
+        cluster: report.run.cluster.clone(),
+        run_id: "the-next-run".into(),
+        before: report
+            .run
+            .finished_at
+            .checked_add(jiff::SignedDuration::from_secs(60))
+            .unwrap(),
+        lookback: Duration::from_secs(3600),
+        timeout: Duration::from_secs(20),
+        // two lines a page: the run's violations take several pages
+        limits: report_sinks::HistoryLimits {
+            page_lines: 2,
+            ..report_sinks::HistoryLimits::default()
+        },
+    };
+    let previous = client(loki.url(), Some("infra"), None)
+        .previous_run(&query)
+        .await
+        .expect("the real Loki answers")
+        .expect("the pushed run is found");
+    assert_eq!(previous.run_id, report.run.run_id);
+    assert_eq!(previous.finished_at, report.run.finished_at);
+    // exactly the violation lines pushed
+    let mut pushed_violations: Vec<(String, String, String, String, String)> = push
+        .streams
+        .iter()
+        .filter(|s| s.stream["type"] == "violation")
+        .flat_map(|s| s.values.iter())
+        .map(|[_, line]| {
+            let line: Value = serde_json::from_str(line).unwrap();
+            let field = |k: &str| line[k].as_str().unwrap().to_string();
+            (
+                field("team"),
+                field("namespace"),
+                field("rule"),
+                field("kind"),
+                field("name"),
+            )
+        })
+        .collect();
+    pushed_violations.sort();
+    let read: Vec<(String, String, String, String, String)> = previous
+        .violations
+        .into_iter()
+        .map(|v| (v.team, v.namespace, v.rule, v.kind, v.name))
+        .collect();
+    assert_eq!(read, pushed_violations);
+    assert!(read.len() > 4, "more lines than two pages hold");
+
+    // another tenant holds no run: a first run there
+    let elsewhere = client(loki.url(), Some("other"), None)
+        .previous_run(&query)
+        .await
+        .unwrap();
+    assert_eq!(elsewhere, None);
+}

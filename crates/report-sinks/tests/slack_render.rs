@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use report_sinks::slack::{MAX_BLOCKS, MAX_SECTION_CHARS, dashboard_link, team_message};
 use report_sinks::{
-    Report, RunStatus, SlackMessage, SlackOptions, SlackSink, TeamReport, problems_message,
+    History, Report, RunStatus, SlackMessage, SlackOptions, SlackSink, TeamReport, problems_message,
 };
 use serde_json::Value;
 
@@ -216,6 +216,7 @@ fn many_namespaces_stay_within_50_blocks_and_say_how_many_were_cut() {
         "raster",
         &team,
         &common::run(),
+        &History::Unavailable,
         &SlackOptions {
             max_message_chars: 1_000_000,
             ..options()
@@ -246,6 +247,7 @@ fn max_message_chars_truncates_with_an_honest_count() {
         "raster",
         &team,
         &common::run(),
+        &History::Unavailable,
         &SlackOptions {
             max_message_chars: max,
             ..options()
@@ -292,6 +294,7 @@ fn max_message_chars_truncates_with_an_honest_count() {
         "raster",
         &team,
         &common::run(),
+        &History::Unavailable,
         &SlackOptions {
             max_message_chars: 900,
             ..options()
@@ -311,7 +314,13 @@ fn max_message_chars_truncates_with_an_honest_count() {
 fn a_huge_namespace_section_stays_under_3000_chars() {
     // 30 rules × 10 names of 200 chars: far beyond one section
     let team = big_team(1, 30, 12, 200);
-    let message = team_message("raster", &team, &common::run(), &options());
+    let message = team_message(
+        "raster",
+        &team,
+        &common::run(),
+        &History::Unavailable,
+        &options(),
+    );
     for text in section_texts(&message.blocks) {
         assert!(
             text.chars().count() <= MAX_SECTION_CHARS,
@@ -359,6 +368,7 @@ fn skipped_run_report_renders_no_team_digest() {
         teams: BTreeMap::new(),
         policy_errors: vec![],
         problems: vec!["api error".into()],
+        history: History::Unavailable,
     };
     assert!(SlackSink::new(options()).render(&report).is_empty());
 }
@@ -521,4 +531,57 @@ fn problems_digest_caps_problems_and_policy_errors_honestly() {
             )
         );
     }
+}
+
+/// The run compared with, finished 2026-11-29 07:31 UTC.
+fn compared() -> History {
+    History::Compared(report_sinks::PreviousRunRef {
+        run_id: "20261129T073000Z".into(),
+        finished_at: "2026-11-29T07:31:05Z".parse().unwrap(),
+        failed: Default::default(),
+    })
+}
+
+#[test]
+fn fixed_workloads_are_counted_and_named_up_to_the_cap() {
+    let fixed: Vec<report_sinks::FixedWorkload> = (0..15)
+        .map(|i| report_sinks::FixedWorkload {
+            name: format!("app-{i:02}"),
+            kind: "Deployment".into(),
+        })
+        .collect();
+    let mut team = TeamReport::default();
+    team.namespaces
+        .entry("web".into())
+        .or_default()
+        .rules
+        .insert(
+            "K8sRequiredLabels".into(),
+            report_sinks::RuleReport::default().with_change(|_| false, fixed, 10),
+        );
+    let options = SlackOptions {
+        max_fixed_names: 4,
+        ..options()
+    };
+    let message = team_message("web", &team, &common::run(), &compared(), &options);
+    let sections = section_texts(&message.blocks);
+    let fixed = sections
+        .iter()
+        .find(|s| s.contains("fixed*"))
+        .unwrap_or_else(|| panic!("no fixed section in {sections:?}"));
+    assert_eq!(
+        fixed,
+        ":white_check_mark: *15 fixed* since 2026-11-29 07:31 UTC: `web/app-00` (K8sRequiredLabels), \
+         `web/app-01` (K8sRequiredLabels), `web/app-02` (K8sRequiredLabels), \
+         `web/app-03` (K8sRequiredLabels) +11 more"
+    );
+    // a namespace whose workloads were all fixed has no section of its own
+    assert!(
+        !sections.iter().any(|s| s.starts_with("*web*")),
+        "{sections:?}"
+    );
+    assert_eq!(
+        message.blocks[0]["text"]["text"],
+        "Workload policy report: web — 0 new, 15 fixed since 2026-11-29 07:31 UTC"
+    );
 }

@@ -196,6 +196,16 @@ pub enum RouteWarning {
     },
 }
 
+impl RouteWarning {
+    /// The team whose webhook variable name this warning is about, if it is about one.
+    pub fn webhook_team(&self) -> Option<&str> {
+        match self {
+            RouteWarning::EnvVarStartsWithDigit { team, .. } => Some(team),
+            _ => None,
+        }
+    }
+}
+
 impl fmt::Display for RouteWarning {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -221,7 +231,8 @@ impl fmt::Display for RouteWarning {
             RouteWarning::EnvVarStartsWithDigit { team, var } => write!(
                 f,
                 "team `{team}` reads its webhook from `{var}`, which starts with a digit: \
-                 Kubernetes before 1.32 and POSIX shells reject such variable names"
+                 Kubernetes before 1.32 and POSIX shells reject such variable names \
+                 (set webhookEnv.{team} to read another variable)"
             ),
         }
     }

@@ -205,7 +205,8 @@ fn webhook_env_var_upper_cases_and_replaces_non_alphanumerics() {
     assert_eq!(
         routes().warnings()[0].to_string(),
         "team `3d` reads its webhook from `3D_WEBHOOK`, which starts with a digit: Kubernetes \
-         before 1.32 and POSIX shells reject such variable names"
+         before 1.32 and POSIX shells reject such variable names (set webhookEnv.3d to read \
+         another variable)"
     );
     assert_eq!(webhook_env_var("ops_b"), "OPS_B_WEBHOOK");
 }

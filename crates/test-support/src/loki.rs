@@ -1,7 +1,12 @@
-//! A fake Loki: records `POST /loki/api/v1/push` bodies and answers as scripted.
+//! A fake Loki: records `POST /loki/api/v1/push` bodies and `GET /loki/api/v1/query_range`
+//! requests, and answers as scripted.
 //!
-//! Answers `204` by default; [`LokiServer::reply`] scripts 400, 429 with `Retry-After`, 302,
+//! Pushes answer `204` by default; [`LokiServer::reply`] scripts 400, 429 with `Retry-After`, 302,
 //! 500, a hang or an echo of the path ([`SinkReply`]), one per push with the last repeating.
+//! Queries answer an empty log result by default (Loki holds nothing: a first run);
+//! [`LokiServer::reply_queries`] scripts them the same way, [`SinkReply::Json`] giving any answer
+//! (lines, or bodies no Loki would send). The fake never evaluates LogQL: the real Loki
+//! (`crate::real`) is for what a query finds.
 
 use std::sync::Arc;
 
@@ -13,7 +18,15 @@ use crate::slack::{Script, SinkReply, answer};
 /// The push path Loki serves.
 pub const PUSH_PATH: &str = "/loki/api/v1/push";
 
+/// The log query path Loki serves.
+pub const QUERY_RANGE_PATH: &str = "/loki/api/v1/query_range";
+
+/// Loki's answer to a log query that found nothing.
+pub const EMPTY_STREAMS: &str =
+    r#"{"status":"success","data":{"resultType":"streams","result":[],"stats":{}}}"#;
+
 const KEY: &str = "push";
+const QUERY_KEY: &str = "query";
 
 /// A fake Loki push endpoint.
 #[derive(Debug)]
@@ -30,16 +43,17 @@ impl LokiServer {
         let server = TestServer::start(move |request: RecordedRequest| {
             let script = Arc::clone(&handler_script);
             async move {
-                if request.path != PUSH_PATH {
-                    return respond(StatusCode::NOT_FOUND, "text/plain", "404 page not found");
-                }
-                let reply = script.next(KEY);
-                answer(
-                    reply,
-                    &request,
-                    respond(StatusCode::NO_CONTENT, "text/plain", ""),
-                )
-                .await
+                let (key, ok) = match (request.method.as_str(), request.path.as_str()) {
+                    ("POST", PUSH_PATH) => (KEY, respond(StatusCode::NO_CONTENT, "text/plain", "")),
+                    ("GET", QUERY_RANGE_PATH) => (
+                        QUERY_KEY,
+                        respond(StatusCode::OK, "application/json", EMPTY_STREAMS),
+                    ),
+                    _ => {
+                        return respond(StatusCode::NOT_FOUND, "text/plain", "404 page not found");
+                    }
+                };
+                answer(script.next(key), &request, ok).await
             }
         });
         LokiServer { server, script }
@@ -48,6 +62,19 @@ impl LokiServer {
     /// Scripts the answers to pushes: one per push, the last one repeating.
     pub fn reply(&self, replies: Vec<SinkReply>) {
         self.script.set(KEY, replies);
+    }
+
+    /// Scripts the answers to `query_range` requests: one per request, the last one repeating.
+    pub fn reply_queries(&self, replies: Vec<SinkReply>) {
+        self.script.set(QUERY_KEY, replies);
+    }
+
+    /// The `query_range` requests received, in order.
+    pub fn queries(&self) -> Vec<RecordedRequest> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r.path == QUERY_RANGE_PATH)
+            .collect()
     }
 
     /// The base URL to configure as `loki.url`.

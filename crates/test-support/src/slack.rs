@@ -57,6 +57,13 @@ pub enum SinkReply {
         /// The body's size.
         bytes: usize,
     },
+    /// This status with this body, as `application/json` (answers of any shape, bad ones too).
+    Json {
+        /// The status.
+        status: u16,
+        /// The body.
+        body: String,
+    },
 }
 
 /// How a fake server disguises a secret it echoes: the encodings real servers use.
@@ -242,6 +249,11 @@ pub(crate) async fn answer(reply: SinkReply, request: &RecordedRequest, ok: Repl
             StatusCode::from_u16(status).expect("valid status"),
             "text/plain",
             vec![b'x'; bytes],
+        ),
+        SinkReply::Json { status, body } => respond(
+            StatusCode::from_u16(status).expect("valid status"),
+            "application/json",
+            body,
         ),
     }
 }

@@ -54,7 +54,7 @@ fn write_tarball(
     let out = temp.reopen().map_err(io("creating", temp.path()))?;
     let encoder = GzEncoder::new(std::io::BufWriter::new(out), Compression::default());
     let mut builder = tar::Builder::new(encoder);
-    let parts: [(&str, Vec<&RawObject>); 3] = [
+    let parts: [(&str, Vec<&RawObject>); 5] = [
         (
             "snapshot/constraints.json",
             policy.constraints.iter().map(|c| &c.raw).collect(),
@@ -62,6 +62,14 @@ fn write_tarball(
         (
             "snapshot/constrainttemplates.json",
             policy.templates.iter().map(|t| &t.raw).collect(),
+        ),
+        (
+            "snapshot/expansiontemplates.json",
+            policy.expansion_templates.iter().map(|e| &e.raw).collect(),
+        ),
+        (
+            "snapshot/mutators.json",
+            policy.mutators.iter().map(|m| &m.raw).collect(),
         ),
         (
             "snapshot/namespaces.json",

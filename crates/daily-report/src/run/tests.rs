@@ -3,6 +3,7 @@
 use std::collections::BTreeMap;
 
 use super::*;
+use crate::config::webhook_env_var;
 use crate::count::tests::{error, result};
 
 const HOOK_PATH: &str = "/services/T0001/B0002/XXXXsecretYYYY";
@@ -50,6 +51,12 @@ struct Recorder {
     loki_error: Option<SendError>,
     /// A team whose post panics (quoting its webhook).
     panic_on: Option<&'static str>,
+    /// What reading the previous run gives (`Ok(None)`, a first run, by default).
+    previous: Option<Result<Option<PreviousRun>, HistoryError>>,
+    /// The history queries asked.
+    queries: Vec<HistoryQuery>,
+    /// Whether reading the previous run panics (quoting a webhook).
+    panic_on_history: bool,
 }
 
 impl Delivery for Recorder {
@@ -75,6 +82,14 @@ impl Delivery for Recorder {
             Some(error) => Err(error.clone()),
             None => Ok(()),
         }
+    }
+
+    fn previous_run(&mut self, query: &HistoryQuery) -> Result<Option<PreviousRun>, HistoryError> {
+        self.queries.push(query.clone());
+        if self.panic_on_history {
+            panic!("history reader crashed near {}", hook("web"));
+        }
+        self.previous.clone().unwrap_or(Ok(None))
     }
 }
 
@@ -111,6 +126,7 @@ fn collected() -> Collected {
             .iter()
             .map(|s| s.to_string())
             .collect(),
+        ..Collected::default()
     }
 }
 
@@ -642,4 +658,375 @@ fn an_undeliverable_policy_errors_message_makes_an_ok_run_partial() {
     let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
     assert_eq!(out.report.run.status, RunStatus::Ok);
     assert!(out.problems.is_none());
+}
+
+/// A previous run that flagged `web-shop`'s `db` (still flagged now) and `dem-dev`'s `old`
+/// (fixed since); `failed` are the teams whose digest did not arrive then.
+fn previous_run(failed: &[&str]) -> PreviousRun {
+    let was = |team: &str, namespace: &str, rule: &str, kind: &str, name: &str| {
+        report_sinks::PreviousViolation {
+            team: team.into(),
+            namespace: namespace.into(),
+            rule: rule.into(),
+            kind: kind.into(),
+            name: name.into(),
+        }
+    };
+    PreviousRun {
+        run_id: "20261129T073000Z".into(),
+        finished_at: "2026-11-29T07:31:05Z".parse().unwrap(),
+        status: RunStatus::Ok,
+        failed: failed.iter().map(|t| t.to_string()).collect(),
+        violations: vec![
+            was(
+                "raster",
+                "dem-dev",
+                "K8sRequiredLabels",
+                "Deployment",
+                "old",
+            ),
+            was("web", "web-shop", "K8sContainerLimits", "StatefulSet", "db"),
+        ],
+    }
+}
+
+fn compared_delivery(failed: &[&str]) -> Recorder {
+    Recorder {
+        previous: Some(Ok(Some(previous_run(failed)))),
+        ..Recorder::default()
+    }
+}
+
+/// The header, the text fallback and the section texts of a posted digest.
+fn digest_text(delivery: &Recorder, team: &str) -> String {
+    let (_, message) = delivery
+        .posts
+        .iter()
+        .find(|(t, _)| t == team)
+        .unwrap_or_else(|| panic!("no digest for {team}"));
+    let mut text = format!("text: {}\n", message.text);
+    for block in &message.blocks {
+        let kind = block["type"].as_str().unwrap_or("");
+        let body = block["text"]["text"]
+            .as_str()
+            .map(str::to_string)
+            .or_else(|| {
+                block["elements"]
+                    .as_array()
+                    .map(|e| e.iter().filter_map(|x| x["text"].as_str()).collect())
+            })
+            .unwrap_or_default();
+        text.push_str(&format!("[{kind}] {body}\n"));
+    }
+    text
+}
+
+/// The Loki lines of `line_type` as JSON.
+fn loki_lines(out: &RunOutput, line_type: &str) -> Vec<serde_json::Value> {
+    out.loki
+        .streams
+        .iter()
+        .filter(|s| s.stream["type"] == line_type)
+        .flat_map(|s| s.values.iter())
+        .map(|[_, line]| serde_json::from_str(line).unwrap())
+        .collect()
+}
+
+#[test]
+fn a_compared_run_marks_new_and_fixed_in_the_digests_and_in_loki() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = compared_delivery(&[]);
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    assert_eq!(
+        out.report.run.previous_run_id.as_deref(),
+        Some("20261129T073000Z")
+    );
+    // what was asked: this cluster and job, before this run, with the configured read timeout
+    let query = &delivery.queries[0];
+    assert_eq!(
+        (query.cluster.as_str(), query.job.as_str()),
+        ("dev", "gatekeeper-workload-report")
+    );
+    assert_eq!(query.run_id, out.report.run.run_id);
+    assert_eq!(query.before, clock());
+    assert_eq!(query.timeout, config.timeouts.query);
+
+    let raster = &out.report.teams["raster"];
+    assert_eq!((raster.new_count(), raster.fixed_count()), (1, 1));
+    let web = &out.report.teams["web"];
+    assert_eq!((web.new_count(), web.fixed_count()), (0, 0));
+    insta::assert_snapshot!("compared_raster_digest", digest_text(&delivery, "raster"));
+    insta::assert_snapshot!("compared_web_digest", digest_text(&delivery, "web"));
+
+    let run = &loki_lines(&out, "run")[0];
+    assert_eq!(
+        (run["new"].as_u64(), run["fixed"].as_u64()),
+        (Some(2), Some(1))
+    );
+    assert_eq!(run["previousRunId"], "20261129T073000Z");
+    let totals: BTreeMap<String, (serde_json::Value, serde_json::Value)> =
+        loki_lines(&out, "team_total")
+            .into_iter()
+            .map(|l| {
+                (
+                    l["team"].as_str().unwrap().to_string(),
+                    (l["new"].clone(), l["fixed"].clone()),
+                )
+            })
+            .collect();
+    assert_eq!(totals["raster"], (1.into(), 1.into()));
+    assert_eq!(totals["web"], (0.into(), 0.into()));
+    let mut violations: Vec<(String, bool)> = loki_lines(&out, "violation")
+        .into_iter()
+        .map(|l| {
+            (
+                l["name"].as_str().unwrap().to_string(),
+                l["new"].as_bool().unwrap(),
+            )
+        })
+        .collect();
+    violations.sort();
+    assert_eq!(
+        violations,
+        [
+            ("api".to_string(), true),
+            ("db".to_string(), false),
+            ("dns".to_string(), true)
+        ]
+    );
+    // the fixed workload's summary line: a count of 0, one fixed
+    let fixed_summary: Vec<serde_json::Value> = loki_lines(&out, "summary")
+        .into_iter()
+        .filter(|l| l["fixed"] == 1)
+        .collect();
+    assert_eq!(fixed_summary.len(), 1, "{fixed_summary:?}");
+    assert_eq!(fixed_summary[0]["namespace"], "dem-dev");
+    assert!(
+        out.log.iter().any(
+            |l| l.starts_with("history: compared with run 20261129T073000Z")
+                && l.ends_with("2 new, 1 fixed")
+        ),
+        "{:?}",
+        out.log
+    );
+}
+
+#[test]
+fn post_only_on_change_spares_an_unchanged_team_unless_its_last_digest_failed() {
+    let mut config = config();
+    config.post_only_on_change = true;
+    let settings = settings_with_all_hooks(&config);
+
+    let mut delivery = compared_delivery(&[]);
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    let teams: Vec<&str> = delivery.posts.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(teams, ["raster"], "web has nothing new or fixed");
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    assert_eq!(out.report.run.posted, ["raster"]);
+    assert!(out.report.run.failed.is_empty());
+    assert!(
+        out.log.iter().any(|l| l
+            == "digest for web not posted: nothing new or fixed since run 20261129T073000Z (postOnlyOnChange)"),
+        "{:?}",
+        out.log
+    );
+
+    // web's digest did not arrive last time: it gets this one
+    let mut delivery = compared_delivery(&["web"]);
+    run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    let teams: Vec<&str> = delivery.posts.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(teams, ["raster", "web"]);
+
+    // when the change is unknown nobody is spared
+    let mut delivery = Recorder::default();
+    run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(delivery.posts.len(), 2);
+}
+
+#[test]
+fn a_first_run_says_the_change_is_unknown() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    assert_eq!(out.report.run.previous_run_id, None);
+    insta::assert_snapshot!("first_run_web_digest", digest_text(&delivery, "web"));
+    assert!(
+        out.log.iter().any(|l| l
+            == "history: first run (no counted run of cluster dev, job gatekeeper-workload-report in Loki within 14d)"),
+        "{:?}",
+        out.log
+    );
+    let run = &loki_lines(&out, "run")[0];
+    assert!(run["new"].is_null() && run["fixed"].is_null(), "{run}");
+    assert!(
+        loki_lines(&out, "violation")
+            .iter()
+            .all(|l| l["new"].is_null())
+    );
+}
+
+#[test]
+fn unreadable_history_changes_nothing_but_the_words_and_the_log_says_why() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let faults = [
+        (
+            HistoryError::Timeout { seconds: 30 },
+            "history unavailable: no complete answer within 30s",
+        ),
+        (
+            HistoryError::Query(report_sinks::loki::QueryError::Send(SendError::Status {
+                status: 502,
+                body: "bad gateway".into(),
+            })),
+            "history unavailable: server answered HTTP 502",
+        ),
+    ];
+    for (fault, logged) in faults {
+        let mut delivery = Recorder {
+            previous: Some(Err(fault)),
+            ..Recorder::default()
+        };
+        let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+        assert_eq!(out.report.run.status, RunStatus::Ok, "{logged}");
+        assert_eq!(out.report.run.reason, "");
+        assert_eq!(delivery.posts.len(), 2);
+        assert!(
+            digest_text(&delivery, "web").contains("change unknown (history unavailable)"),
+            "{}",
+            digest_text(&delivery, "web")
+        );
+        assert!(
+            out.log.iter().any(|l| l.starts_with(logged)),
+            "{:?}",
+            out.log
+        );
+    }
+}
+
+#[test]
+fn without_a_loki_url_history_is_not_asked_for_and_the_log_says_so() {
+    let mut config = config();
+    config.loki.url = None;
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = compared_delivery(&[]);
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert!(delivery.queries.is_empty());
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    assert!(
+        out.log
+            .iter()
+            .any(|l| l == "history unavailable: no Loki URL configured (loki.url or LOKI_URL)"),
+        "{:?}",
+        out.log
+    );
+    assert!(digest_text(&delivery, "web").contains("change unknown (history unavailable)"));
+}
+
+#[test]
+fn a_panic_while_reading_history_is_history_unavailable_and_quotes_no_secret() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder {
+        panic_on_history: true,
+        ..Recorder::default()
+    };
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    assert_eq!(delivery.posts.len(), 2);
+    assert!(
+        out.log
+            .iter()
+            .any(|l| l.starts_with("history unavailable: unexpected error: history reader crashed")),
+        "{:?}",
+        out.log
+    );
+    assert!(!everything(&out, &delivery).contains(HOOK_PATH));
+}
+
+#[test]
+fn a_team_that_fixed_everything_is_told_so() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = compared_delivery(&[]);
+    // dem-dev's api is not flagged this time either: raster has nothing left
+    let mut clean = collected();
+    clean
+        .results
+        .retain(|r| r.namespace.as_deref() != Some("dem-dev"));
+    let out = run_with(&config, &settings, || Ok(clean.clone()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    let raster = &out.report.teams["raster"];
+    assert_eq!((raster.total(), raster.fixed_count()), (0, 1));
+    insta::assert_snapshot!("all_fixed_raster_digest", digest_text(&delivery, "raster"));
+}
+
+#[test]
+fn warnings_keep_the_run_ok_and_go_to_the_default_team() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let warning = "K8sContainerLimits matches only Pod; no ExpansionTemplate covers Deployment, \
+                   StatefulSet: this rule cannot flag a workload";
+    let out = run_with(
+        &config,
+        &settings,
+        || {
+            Ok(Collected {
+                warnings: vec![warning.to_string()],
+                ..collected()
+            })
+        },
+        &mut delivery,
+    );
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    assert_eq!(out.report.run.reason, "");
+    let teams: Vec<&str> = delivery.posts.iter().map(|(t, _)| t.as_str()).collect();
+    assert_eq!(teams, ["raster", "web", "infra"]);
+    let problems = out.problems.as_ref().expect("a problems message");
+    assert!(
+        problems.plain_text().contains(warning),
+        "{}",
+        problems.plain_text()
+    );
+    assert!(
+        out.log.contains(&format!("warning: {warning}")),
+        "{:?}",
+        out.log
+    );
+}
+
+#[test]
+fn a_rule_seen_through_expansion_skips_its_audit_check_and_says_why() {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let mut delivery = Recorder::default();
+    let out = run_with(
+        &config,
+        &settings,
+        || {
+            Ok(Collected {
+                expansion_rules: ["K8sContainerLimits".to_string()].into(),
+                ..collected()
+            })
+        },
+        &mut delivery,
+    );
+    assert_eq!(
+        out.report.run.audit_check["K8sContainerLimits"],
+        AuditCheck::Skipped
+    );
+    assert!(
+        out.log.contains(
+            &"audit check K8sContainerLimits: skipped (its findings come through \
+              ExpansionTemplates, and Gatekeeper's audit reviews real Pods, not expansions)"
+                .to_string()
+        ),
+        "{:?}",
+        out.log
+    );
 }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use report_sinks::{
-    AuditCheck, NamespaceReport, ObjectName, PolicyError, Report, RuleReport, RunStatus,
+    AuditCheck, History, NamespaceReport, ObjectName, PolicyError, Report, RuleReport, RunStatus,
     RunSummary, TeamReport, ViolatingWorkload,
 };
 
@@ -15,6 +15,7 @@ pub fn workload(kind: &str, name: &str, category: &str, message: &str) -> Violat
         name: name.into(),
         category: category.into(),
         message: message.into(),
+        new: false,
     }
 }
 
@@ -38,6 +39,7 @@ pub fn run() -> RunSummary {
             ),
             ("K8sRequiredProbes".to_string(), AuditCheck::Skipped),
         ]),
+        previous_run_id: None,
         started_at: "2026-11-30T07:30:00Z".parse().unwrap(),
         finished_at: "2026-11-30T07:30:42Z".parse().unwrap(),
     }
@@ -141,6 +143,7 @@ pub fn report() -> Report {
         ]),
         policy_errors: vec![],
         problems: vec![],
+        history: History::Unavailable,
     }
 }
 

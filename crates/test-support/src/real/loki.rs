@@ -112,6 +112,33 @@ impl RealLoki {
             .unwrap_or_else(|e| panic!("{}", self.process.failure(&e)))
     }
 
+    /// Pushes `lines` (timestamp in Unix nanoseconds, text) as one stream with `labels` for
+    /// `tenant`, as a log agent would ship them.
+    pub fn push_stream(
+        &self,
+        tenant: &str,
+        labels: &Value,
+        lines: &[(i128, String)],
+    ) -> Result<(), String> {
+        let values: Vec<Value> = lines
+            .iter()
+            .map(|(ts, line)| serde_json::json!([ts.to_string(), line]))
+            .collect();
+        let body = serde_json::json!({"streams": [{"stream": labels, "values": values}]});
+        let url = format!("{}/loki/api/v1/push", self.url());
+        let answer = self.request(
+            Method::POST,
+            &url,
+            tenant,
+            Some(body.to_string().into_bytes()),
+        )?;
+        if answer.status.is_success() {
+            Ok(())
+        } else {
+            Err(format!("push: HTTP {}: {}", answer.status, answer.text()))
+        }
+    }
+
     /// [`RealLoki::api`], with a failed request or query as an error text.
     pub fn try_api(
         &self,

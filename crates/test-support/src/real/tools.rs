@@ -282,18 +282,22 @@ pub fn extract(located: &Located) -> Result<Extracted, String> {
     })
 }
 
-/// `<target dir>/real-servers`: the target directory is the nearest ancestor of this process's
-/// executable holding cargo's `CACHEDIR.TAG`, else `<workspace>/target`.
+/// `<target dir>/real-servers`.
 pub fn cache_folder() -> PathBuf {
-    let target = std::env::current_exe()
+    target_dir().join("real-servers")
+}
+
+/// The cargo target directory this process was built into: the nearest ancestor of its
+/// executable holding cargo's `CACHEDIR.TAG`, else `<workspace>/target`.
+pub fn target_dir() -> PathBuf {
+    std::env::current_exe()
         .ok()
         .and_then(|exe| {
             exe.ancestors()
                 .find(|dir| dir.join("CACHEDIR.TAG").is_file())
                 .map(Path::to_path_buf)
         })
-        .unwrap_or_else(|| workspace_root().join("target"));
-    target.join("real-servers")
+        .unwrap_or_else(|| workspace_root().join("target"))
 }
 
 /// The sha256 of a file, streamed.
