@@ -14,7 +14,7 @@ use anyhow::{Context, Result, bail};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::workspace;
+use crate::{process, workspace};
 
 /// The install folder at the workspace root.
 const FOLDER: &str = ".npm-grammars";
@@ -139,18 +139,19 @@ fn installed() -> Result<PathBuf> {
         .iter()
         .map(|(name, version)| format!("{name}@{version}"))
         .collect();
-    let output = Command::new("npm")
-        .args([
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--no-save",
-            "--prefix",
-        ])
-        .arg(&folder)
-        .args(&specs)
-        .stdin(Stdio::null())
-        .output();
+    let output = process::output_within(
+        Command::new("npm")
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--no-save",
+                "--prefix",
+            ])
+            .arg(&folder)
+            .args(&specs),
+        process::INSTALL_LIMIT,
+    );
     match output {
         Ok(output) if output.status.success() && ready(&folder) => Ok(folder),
         Ok(output) => bail!(
@@ -159,6 +160,10 @@ fn installed() -> Result<PathBuf> {
             specs.join(" "),
             output.status,
             String::from_utf8_lossy(&output.stderr).trim()
+        ),
+        Err(error) if error.kind() == std::io::ErrorKind::TimedOut => bail!(
+            "`npm install --prefix {FOLDER} {}` {error} (is the npm registry reachable?)",
+            specs.join(" ")
         ),
         Err(error) => bail!(
             "cannot run npm ({error}): the grammar checks need Node.js and npm on PATH \

@@ -15,8 +15,10 @@
 //!
 //! The library holds what those tests share: where the workspace and the caches are
 //! ([`workspace`]), a pinned PyPI package in a project-local venv installed once ([`venv`]),
-//! Helm ([`helm`]), the rendered release model ([`release`]), the check collector that reports
-//! every failed check of a test at once ([`checks`]) and the Loki contract ([`contract`]).
+//! registry installs with a deadline ([`process`]), Helm ([`helm`]), the LogQL and PromQL
+//! grammars ([`grammars`]), the rendered release model ([`release`]), the check collector that
+//! reports every failed check of a test at once ([`checks`]) and the Loki contract
+//! ([`contract`]).
 
 pub mod binary;
 pub mod chart;
@@ -24,6 +26,7 @@ pub mod checks;
 pub mod contract;
 pub mod grammars;
 pub mod helm;
+pub mod process;
 pub mod release;
 pub mod venv;
 pub mod workspace;

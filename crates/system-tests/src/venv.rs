@@ -14,7 +14,7 @@ use std::process::{Command, Stdio};
 use anyhow::{Context, Result, bail};
 use serde::de::DeserializeOwned;
 
-use crate::workspace;
+use crate::{process, workspace};
 
 /// One pinned package and the venv it goes into.
 #[derive(Debug, Clone, Copy)]
@@ -65,18 +65,19 @@ impl PinnedPackage {
                 );
             }
         }
-        let installed = Command::new(&python)
-            .args([
-                "-m",
-                "pip",
-                "install",
-                "--quiet",
-                "--disable-pip-version-check",
-            ])
-            .args(self.pip_args)
-            .arg(self.requirement())
-            .stdin(Stdio::null())
-            .output();
+        let installed = process::output_within(
+            Command::new(&python)
+                .args([
+                    "-m",
+                    "pip",
+                    "install",
+                    "--quiet",
+                    "--disable-pip-version-check",
+                ])
+                .args(self.pip_args)
+                .arg(self.requirement()),
+            process::INSTALL_LIMIT,
+        );
         if !installed.as_ref().is_ok_and(|o| o.status.success()) {
             bail!(
                 "failed to install {} into {}/ ({}; PyPI must be reachable once, later runs \
@@ -156,6 +157,7 @@ pub fn call_script<T: DeserializeOwned>(
 /// A failed command's exit status and the end of its stderr.
 fn describe(output: &std::io::Result<std::process::Output>) -> String {
     match output {
+        Err(error) if error.kind() == std::io::ErrorKind::TimedOut => error.to_string(),
         Err(error) => format!("cannot start it: {error}"),
         Ok(output) => {
             let stderr = String::from_utf8_lossy(&output.stderr);
