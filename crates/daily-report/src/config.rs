@@ -776,8 +776,6 @@ pub struct Settings {
     pub loki_auth: Option<LokiAuth>,
     /// Each postable team's webhook value as found (`None` when the variable is unset or empty).
     pub webhooks: BTreeMap<String, Option<SecretString>>,
-    /// Each postable team's webhook variable name (for messages that say which one is unset).
-    pub webhook_vars: BTreeMap<String, String>,
     /// Credentials of the cluster connection (the kube token), added by the live run once the
     /// source is known, so that [`Settings::redactor`] knows them too.
     pub cluster_credentials: Redactor,
@@ -894,12 +892,10 @@ impl Settings {
             }
         };
         let mut webhooks = BTreeMap::new();
-        let mut webhook_vars = BTreeMap::new();
         for team in config.postable_teams() {
-            let var = config.webhook_env_var_of(&team);
-            let value = secret_var(&var, lookup)?.map(SecretString::from);
-            webhooks.insert(team.clone(), value);
-            webhook_vars.insert(team, var);
+            let value =
+                secret_var(&config.webhook_env_var_of(&team), lookup)?.map(SecretString::from);
+            webhooks.insert(team, value);
         }
         Ok(Settings {
             dry_run,
@@ -907,7 +903,6 @@ impl Settings {
             loki_url,
             loki_auth,
             webhooks,
-            webhook_vars,
             cluster_credentials: Redactor::new(),
         })
     }
@@ -1085,7 +1080,6 @@ mod tests {
         let settings = Settings::from_env(&config, false, &env).unwrap();
         assert!(settings.webhooks["3d"].is_some());
         assert!(settings.webhooks["web"].is_none());
-        assert_eq!(settings.webhook_vars["web"], "WEB_WEBHOOK");
         // Without the override the team reads 3D_WEBHOOK, a name recent Kubernetes accepts.
         let config =
             Config::from_yaml("cluster: c\ndefaultTeam: 3d\nteams: []\nconstraintKinds: [A]\n")

@@ -555,7 +555,7 @@ impl<'a> Run<'a> {
     /// Posts one team's digest (a dry run only checks its webhook).
     fn deliver_digest(&mut self, digest: &TeamDigest, delivery: &mut dyn Delivery) {
         let team = &digest.team;
-        match webhook_for(self.settings, team) {
+        match webhook_for(self.config, self.settings, team) {
             Err(reason) => self
                 .outcome
                 .team_failed(team, format!("team {team}: {reason}")),
@@ -622,7 +622,7 @@ impl<'a> Run<'a> {
             .collect();
         let message = problems_message(&report.run, &lines, &report.policy_errors, options);
         let team = self.config.default_team.clone();
-        match webhook_for(self.settings, &team) {
+        match webhook_for(self.config, self.settings, &team) {
             Err(reason) => {
                 self.log
                     .push(format!("problems not sent to {team}: {reason}"));
@@ -656,15 +656,12 @@ fn plural_violations(n: usize) -> String {
 }
 
 /// The team's webhook, or why there is none usable.
-fn webhook_for(settings: &Settings, team: &str) -> Result<WebhookUrl, String> {
+fn webhook_for(config: &Config, settings: &Settings, team: &str) -> Result<WebhookUrl, String> {
     match settings.webhooks.get(team).cloned().flatten() {
-        None => {
-            let var = settings
-                .webhook_vars
-                .get(team)
-                .map_or("its variable", String::as_str);
-            Err(format!("no webhook ({var} is not set)"))
-        }
+        None => Err(format!(
+            "no webhook ({} is not set)",
+            config.webhook_env_var_of(team)
+        )),
         Some(value) => WebhookUrl::parse(value).map_err(|_| "invalid URL".to_string()),
     }
 }

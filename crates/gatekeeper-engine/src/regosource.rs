@@ -119,6 +119,25 @@ pub(crate) fn bracket_depth(src: &str) -> (usize, usize) {
     (deepest, at_line)
 }
 
+/// Offsets of `byte` in `text` outside any bracket (code bytes only, as `mask` says): the `,`
+/// between call arguments, the `|` of a comprehension.
+pub(crate) fn top_level_positions(text: &str, mask: &[bool], byte: u8) -> Vec<usize> {
+    let mut depth = 0i32;
+    let mut found = Vec::new();
+    for (k, b) in text.bytes().enumerate() {
+        if !mask[k] {
+            continue;
+        }
+        match b {
+            b'(' | b'[' | b'{' => depth += 1,
+            b')' | b']' | b'}' => depth -= 1,
+            _ if b == byte && depth == 0 => found.push(k),
+            _ => {}
+        }
+    }
+    found
+}
+
 pub(crate) fn insert_all(src: &str, inserts: Vec<(usize, String)>) -> String {
     replace_ranges(
         src,
@@ -146,6 +165,14 @@ fn replace_ranges(src: &str, mut edits: Vec<(usize, usize, String)>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn top_level_positions_skip_nested_brackets_and_strings() {
+        let text = r#"f(a, b), [x | y], "p|q", c | d"#;
+        let mask = code_mask(text);
+        assert_eq!(top_level_positions(text, &mask, b','), [7, 16, 23]);
+        assert_eq!(top_level_positions(text, &mask, b'|'), [27]);
+    }
 
     #[test]
     fn bracket_depth_counts_code_only() {

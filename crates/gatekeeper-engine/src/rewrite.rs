@@ -14,7 +14,7 @@
 //!
 //! Everything works on the byte mask of "code" of `regosource`.
 
-use crate::regosource::{code_mask, insert_all, is_ident, matching_paren};
+use crate::regosource::{code_mask, insert_all, is_ident, matching_paren, top_level_positions};
 
 /// Whether a byte can end an expression (so a following `(` on a new line starts a new literal).
 fn ends_expression(b: u8) -> bool {
@@ -335,21 +335,10 @@ fn hoist_not_call_args(src: &str) -> String {
 
 fn split_args<'a>(text: &'a str, mask: &[bool]) -> Vec<&'a str> {
     let mut out = Vec::new();
-    let mut depth = 0;
     let mut start = 0;
-    for (k, b) in text.bytes().enumerate() {
-        if !mask[k] {
-            continue;
-        }
-        match b {
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => depth -= 1,
-            b',' if depth == 0 => {
-                out.push(text[start..k].trim());
-                start = k + 1;
-            }
-            _ => {}
-        }
+    for comma in top_level_positions(text, mask, b',') {
+        out.push(text[start..comma].trim());
+        start = comma + 1;
     }
     out.push(text[start..].trim());
     out

@@ -4,7 +4,9 @@
 //! `found` to the comprehension, regorus calls it unsafe; the inner one is renamed
 //! (`__gk_local_found`).
 
-use crate::regosource::{code_mask, code_positions, insert_all, is_ident, matching_paren};
+use crate::regosource::{
+    code_mask, code_positions, insert_all, is_ident, matching_paren, top_level_positions,
+};
 
 /// The prefix given to a comprehension's renamed local variable.
 const LOCAL_PREFIX: &str = "__gk_local_";
@@ -44,19 +46,7 @@ pub(crate) fn rename_comprehension_locals(src: &str) -> String {
 
 /// Whether a bracket's contents are a comprehension (`term | body` at depth 0).
 fn has_top_level_bar(text: &str, mask: &[bool]) -> bool {
-    let mut depth = 0;
-    for (k, b) in text.bytes().enumerate() {
-        if !mask[k] {
-            continue;
-        }
-        match b {
-            b'(' | b'[' | b'{' => depth += 1,
-            b')' | b']' | b'}' => depth -= 1,
-            b'|' if depth == 0 => return true,
-            _ => {}
-        }
-    }
-    false
+    !top_level_positions(text, mask, b'|').is_empty()
 }
 
 /// Positions in `src[from..to]` where `name` stands as a whole variable (in code, not a field

@@ -187,6 +187,32 @@ fn ok_run_posts_every_team_with_violations_but_silenced_and_pushes_once() {
 }
 
 #[test]
+fn a_missing_webhook_names_the_teams_webhook_env_override() {
+    let mut config = config();
+    config
+        .webhook_env
+        .insert("raster".into(), "RASTER_HOOK".into());
+    let settings = settings(
+        &config,
+        &[
+            ("INFRA_WEBHOOK", &hook("infra")),
+            ("WEB_WEBHOOK", &hook("web")),
+            ("RASTER_WEBHOOK", &hook("raster")),
+        ],
+    );
+    let out = run_with(
+        &config,
+        &settings,
+        || Ok(collected()),
+        &mut Recorder::default(),
+    );
+    assert_eq!(
+        out.report.run.reason,
+        "team raster: no webhook (RASTER_HOOK is not set)"
+    );
+}
+
+#[test]
 fn missing_webhook_makes_the_run_partial_and_tells_the_default_team() {
     let config = config();
     let settings = settings(
