@@ -8,7 +8,6 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow};
 use daily_report::Config;
-use daily_report::coverage::{Coverage, RuleCoverage, Way};
 use daily_report::live::{LiveOptions, explain};
 
 use crate::cmd_run::SourceArgs;
@@ -34,77 +33,15 @@ pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode> {
         ..LiveOptions::default()
     };
     let coverage = explain(&config, &options).map_err(|reason| anyhow!(reason))?;
-    crate::stdio::print(&render(&coverage))?;
+    crate::stdio::print(&coverage.to_text())?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// The text `explain` prints.
-fn render(coverage: &Coverage) -> String {
-    let mut out = String::from("expansion templates:");
-    if coverage.templates.is_empty() {
-        out.push_str(" none\n");
-    } else {
-        out.push('\n');
-        for (name, (applied, generated)) in &coverage.templates {
-            out.push_str(&format!("  {name}: {} → {generated}\n", applied.join(", ")));
-        }
-    }
-    for rule in &coverage.rules {
-        out.push_str(&render_rule(rule));
-    }
-    for warning in coverage.warnings() {
-        out.push_str(&format!("warning: {warning}\n"));
-    }
-    out
-}
-
-fn render_rule(rule: &RuleCoverage) -> String {
-    let constraints = match rule.constraints {
-        0 => "no constraints".to_string(),
-        1 => "1 constraint".to_string(),
-        n => format!("{n} constraints"),
-    };
-    let matched = if rule.matched_kinds.is_empty() {
-        "any kind".to_string()
-    } else {
-        let kinds: Vec<&str> = rule.matched_kinds.iter().map(String::as_str).collect();
-        kinds.join(", ")
-    };
-    let mut out = format!("{} ({constraints}; match kinds: {matched})\n", rule.rule);
-    if rule.unreadable {
-        out.push_str("  (a constraint's spec.match cannot be read: the engine reports it)\n");
-    }
-    for (kind, ways) in &rule.kinds {
-        let how = if ways.is_empty() {
-            "cannot flag".to_string()
-        } else {
-            ways.iter().map(describe).collect::<Vec<_>>().join("; ")
-        };
-        out.push_str(&format!("  {kind}: {how}\n"));
-    }
-    out
-}
-
-fn describe(way: &Way) -> String {
-    match way {
-        Way::Directly => "directly".to_string(),
-        Way::Through { templates, kind } if templates.len() == 1 => {
-            format!("through ExpansionTemplate {} (as {kind})", templates[0])
-        }
-        Way::Through { templates, kind } => format!(
-            "through ExpansionTemplates {} (as {kind})",
-            templates.join(" → ")
-        ),
-    }
 }
 
 #[cfg(test)]
 mod tests {
-    use std::collections::{BTreeMap, BTreeSet};
-
     use std::path::Path;
 
-    use daily_report::WorkloadKind;
+    use daily_report::coverage::Coverage;
 
     use super::*;
 
@@ -137,32 +74,11 @@ mod tests {
 
     #[test]
     fn explain_the_demo_cluster() {
-        insta::assert_snapshot!(render(&demo_coverage("-")));
+        insta::assert_snapshot!(demo_coverage("-").to_text());
     }
 
     #[test]
     fn explain_the_demo_cluster_without_its_expansion_template() {
-        insta::assert_snapshot!(render(&demo_coverage("expansion.yaml")));
-    }
-
-    #[test]
-    fn chains_of_templates_are_named_in_order() {
-        let rule = RuleCoverage {
-            rule: "K8sPodRule".into(),
-            constraints: 2,
-            matched_kinds: BTreeSet::from(["Pod".to_string()]),
-            unreadable: false,
-            kinds: BTreeMap::from([(
-                WorkloadKind::CronJob,
-                BTreeSet::from([Way::Through {
-                    templates: vec!["expand-cronjobs".into(), "expand-jobs".into()],
-                    kind: "Pod".into(),
-                }]),
-            )]),
-        };
-        assert_eq!(
-            render_rule(&rule),
-            "K8sPodRule (2 constraints; match kinds: Pod)\n  CronJob: through ExpansionTemplates expand-cronjobs → expand-jobs (as Pod)\n"
-        );
+        insta::assert_snapshot!(demo_coverage("expansion.yaml").to_text());
     }
 }

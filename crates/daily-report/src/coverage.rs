@@ -52,6 +52,34 @@ pub struct RuleCoverage {
 }
 
 impl RuleCoverage {
+    /// One rule's lines of `workload-report explain`.
+    pub fn to_text(&self) -> String {
+        let constraints = match self.constraints {
+            0 => "no constraints".to_string(),
+            1 => "1 constraint".to_string(),
+            n => format!("{n} constraints"),
+        };
+        let matched = if self.matched_kinds.is_empty() {
+            "any kind".to_string()
+        } else {
+            let kinds: Vec<&str> = self.matched_kinds.iter().map(String::as_str).collect();
+            kinds.join(", ")
+        };
+        let mut out = format!("{} ({constraints}; match kinds: {matched})\n", self.rule);
+        if self.unreadable {
+            out.push_str("  (a constraint's spec.match cannot be read: the engine reports it)\n");
+        }
+        for (kind, ways) in &self.kinds {
+            let how = if ways.is_empty() {
+                "cannot flag".to_string()
+            } else {
+                ways.iter().map(describe).collect::<Vec<_>>().join("; ")
+            };
+            out.push_str(&format!("  {kind}: {how}\n"));
+        }
+        out
+    }
+
     /// Whether the rule has Constraints and none of them can see any configured workload kind.
     pub fn cannot_flag(&self) -> bool {
         self.constraints > 0 && !self.unreadable && self.kinds.values().all(BTreeSet::is_empty)
@@ -81,6 +109,27 @@ pub struct Coverage {
 }
 
 impl Coverage {
+    /// The text `workload-report explain` prints: the ExpansionTemplates, then per rule which
+    /// workload kinds it can see and how, then the warnings.
+    pub fn to_text(&self) -> String {
+        let mut out = String::from("expansion templates:");
+        if self.templates.is_empty() {
+            out.push_str(" none\n");
+        } else {
+            out.push('\n');
+            for (name, (applied, generated)) in &self.templates {
+                out.push_str(&format!("  {name}: {} → {generated}\n", applied.join(", ")));
+            }
+        }
+        for rule in &self.rules {
+            out.push_str(&rule.to_text());
+        }
+        for warning in self.warnings() {
+            out.push_str(&format!("warning: {warning}\n"));
+        }
+        out
+    }
+
     /// The warning line of every rule that cannot flag a workload, e.g. `K8sPSPPrivilegedContainer
     /// matches only Pod; no ExpansionTemplate covers Deployment, StatefulSet: this rule cannot
     /// flag a workload`.
@@ -151,6 +200,20 @@ fn describe_matched(rule: &RuleCoverage) -> String {
             .map(String::as_str)
             .collect::<Vec<_>>()
             .join(", ")
+    }
+}
+
+/// How a rule sees a kind, in words.
+fn describe(way: &Way) -> String {
+    match way {
+        Way::Directly => "directly".to_string(),
+        Way::Through { templates, kind } if templates.len() == 1 => {
+            format!("through ExpansionTemplate {} (as {kind})", templates[0])
+        }
+        Way::Through { templates, kind } => format!(
+            "through ExpansionTemplates {} (as {kind})",
+            templates.join(" → ")
+        ),
     }
 }
 
@@ -268,6 +331,27 @@ fn match_kind_names(spec: &Value) -> BTreeSet<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn chains_of_templates_are_named_in_order() {
+        let rule = RuleCoverage {
+            rule: "K8sPodRule".into(),
+            constraints: 2,
+            matched_kinds: BTreeSet::from(["Pod".to_string()]),
+            unreadable: false,
+            kinds: BTreeMap::from([(
+                WorkloadKind::CronJob,
+                BTreeSet::from([Way::Through {
+                    templates: vec!["expand-cronjobs".into(), "expand-jobs".into()],
+                    kind: "Pod".into(),
+                }]),
+            )]),
+        };
+        assert_eq!(
+            rule.to_text(),
+            "K8sPodRule (2 constraints; match kinds: Pod)\n  CronJob: through ExpansionTemplates expand-cronjobs → expand-jobs (as Pod)\n"
+        );
+    }
     use serde_json::json;
 
     fn state(constraints: &[Value], templates: &[Value]) -> ClusterState {
