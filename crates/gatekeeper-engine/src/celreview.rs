@@ -1,12 +1,14 @@
 //! CEL reviews: a template evaluated by its `K8sNativeValidation` code (see
 //! `docs/gatekeeper-semantics.md`). Each matching Constraint is one evaluation with the bindings
 //! Gatekeeper's CEL driver gives (`object`, `oldObject`, `request`, `namespaceObject`, the
-//! Constraint as `params`); each failed validation is a violation and each evaluation error an
-//! error finding, side by side, as Gatekeeper reports them. `review` turns findings into results.
+//! Constraint as `params`). The review's bindings are prepared once for all its CEL templates,
+//! each Constraint's `params` once per evaluator. Each failed validation is a violation and
+//! each evaluation error an error finding, side by side, as Gatekeeper reports them. `review`
+//! turns findings into results.
 
 use std::time::Instant;
 
-use k8s_cel::{Bindings, CelProgram, Decision, PreparedBindings};
+use k8s_cel::{Bindings, CelProgram, Decision, EvalError, PreparedBindings, PreparedParams};
 
 use crate::constraint::Constraint;
 use crate::request::ReviewRequest;
@@ -24,36 +26,62 @@ pub(crate) struct Finding<'c> {
 /// The deadline passed before every Constraint was evaluated.
 pub(crate) struct PastDeadline;
 
-/// Evaluates `program` on `request` for every Constraint of `matched`, in order, stopping when
-/// `deadline` passes; `evaluations` counts the evaluations run.
+/// A request under review, with its CEL bindings (all but `params`) once a CEL template has
+/// needed them: made once per review and shared by its CEL templates, each binding converted
+/// when an expression first reads it.
+pub(crate) struct UnderReview<'r> {
+    pub(crate) request: &'r ReviewRequest,
+    cel_bindings: Option<Result<PreparedBindings<'r>, EvalError>>,
+}
+
+impl<'r> UnderReview<'r> {
+    pub(crate) fn new(request: &'r ReviewRequest) -> UnderReview<'r> {
+        UnderReview {
+            request,
+            cel_bindings: None,
+        }
+    }
+
+    /// The CEL bindings, made on first use.
+    pub(crate) fn cel_bindings(&mut self) -> &Result<PreparedBindings<'r>, EvalError> {
+        let request = self.request;
+        self.cel_bindings.get_or_insert_with(|| {
+            PreparedBindings::new(&Bindings {
+                object: request.cel_object(),
+                old_object: request.old_object(),
+                request: Some(request.cel_request()),
+                params: None,
+                namespace_object: request.namespace_object(),
+            })
+        })
+    }
+}
+
+/// Evaluates `program` with the review's `bindings` for every Constraint of `matched` (each
+/// with its converted `params`), in order, stopping when `deadline` passes; `evaluations`
+/// counts the evaluations run.
 pub(crate) fn findings<'c>(
     program: &CelProgram,
-    request: &ReviewRequest,
-    matched: impl Iterator<Item = &'c Constraint>,
+    bindings: &Result<PreparedBindings<'_>, EvalError>,
+    matched: impl Iterator<
+        Item = (
+            &'c Constraint,
+            Option<&'c Result<PreparedParams, EvalError>>,
+        ),
+    >,
     deadline: Option<Instant>,
     evaluations: &mut usize,
 ) -> Result<Vec<Finding<'c>>, PastDeadline> {
-    let cel_request = request.cel_request();
-    // The review's bindings are converted once; only `params` changes per Constraint.
-    let mut prepared = PreparedBindings::new(&Bindings {
-        object: request.cel_object(),
-        old_object: request.old_object(),
-        request: Some(&cel_request),
-        params: None,
-        namespace_object: request.namespace_object(),
-    });
     let mut out = Vec::new();
-    for constraint in matched {
+    for (constraint, params) in matched {
         if deadline.is_some_and(|d| Instant::now() >= d) {
             return Err(PastDeadline);
         }
         *evaluations += 1;
-        let decisions = match prepared.as_mut() {
-            Ok(bindings) => match bindings.set_params(Some(&constraint.object)) {
-                Ok(()) => program.evaluate_prepared(bindings),
-                Err(error) => program.conversion_failed(error),
-            },
-            Err(error) => program.conversion_failed(error.clone()),
+        let decisions = match (bindings, params) {
+            (Ok(bindings), Some(Ok(params))) => program.evaluate_prepared(bindings, params),
+            (Err(error), _) | (_, Some(Err(error))) => program.conversion_failed(error.clone()),
+            (Ok(_), None) => program.conversion_failed(EvalError::Internal),
         };
         out.extend(decisions.into_iter().map(|decision| match decision {
             Decision::Violation(v) => Finding {

@@ -17,6 +17,8 @@ pub struct ReviewRequest {
     /// `review` as a regorus value, converted when a Rego template first needs it (a review
     /// seen only by CEL templates never pays for it).
     rego_review: OnceLock<regorus::Value>,
+    /// CEL's `request`, built when a CEL template first needs it.
+    cel_request: OnceLock<Value>,
     pub(crate) source: Option<Source>,
     /// Whether the review came from an AdmissionReview (its request is the CEL `request`).
     from_admission: bool,
@@ -162,6 +164,7 @@ impl ReviewRequest {
         ReviewRequest {
             review,
             rego_review: OnceLock::new(),
+            cel_request: OnceLock::new(),
             source,
             from_admission,
         }
@@ -186,15 +189,17 @@ impl ReviewRequest {
 
     /// CEL's `request`: the admission request without its objects. For a plain object it is
     /// what gator binds ([`k8s_cel::gator_request`]); for an AdmissionReview, its request.
-    pub(crate) fn cel_request(&self) -> Value {
-        if !self.from_admission {
-            return k8s_cel::gator_request(self.subject());
-        }
-        let mut request = self.review.as_object().cloned().unwrap_or_default();
-        for key in ["object", "oldObject", "namespaceObject"] {
-            request.remove(key);
-        }
-        Value::Object(request)
+    pub(crate) fn cel_request(&self) -> &Value {
+        self.cel_request.get_or_init(|| {
+            if !self.from_admission {
+                return k8s_cel::gator_request(self.subject());
+            }
+            let mut request = self.review.as_object().cloned().unwrap_or_default();
+            for key in ["object", "oldObject", "namespaceObject"] {
+                request.remove(key);
+            }
+            Value::Object(request)
+        })
     }
 
     /// `input.review` as JSON.

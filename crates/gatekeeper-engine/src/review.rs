@@ -10,7 +10,7 @@ use std::time::Instant;
 
 use serde_json::Value;
 
-use crate::celreview::{PastDeadline, findings};
+use crate::celreview::{PastDeadline, UnderReview, findings};
 use crate::constraint::{self, Constraint};
 use crate::error::{EngineError, one_line_error};
 use crate::expander::Resultant;
@@ -159,6 +159,18 @@ impl PolicySet {
             .collect()
     }
 
+    /// Each constraint of a CEL template as CEL's `params`, converted once per evaluator
+    /// (`None` for a constraint whose template runs Rego).
+    fn cel_params(&self) -> Vec<Option<Result<k8s_cel::PreparedParams, k8s_cel::EvalError>>> {
+        self.constraints
+            .iter()
+            .map(|c| {
+                (self.driver(c.template) == Driver::Cel)
+                    .then(|| k8s_cel::PreparedParams::new(Some(&c.object)))
+            })
+            .collect()
+    }
+
     /// Which code of the template at `index` runs.
     fn driver(&self, index: usize) -> Driver {
         match self.templates.get(index).map(|t| &t.code) {
@@ -204,6 +216,7 @@ impl PolicySet {
         Ok(Evaluator {
             engines,
             parameters,
+            cel_params: Arc::new(self.cel_params()),
             same_evaluation_as: self.same_evaluation_as(),
             namespaces: inventory.namespaces.clone(),
             deadline: None,
@@ -241,6 +254,8 @@ pub struct Evaluator {
     /// Per template: its warm Rego engine (`None` for a template evaluated by CEL).
     engines: Vec<Option<regorus::Engine>>,
     parameters: Vec<regorus::Value>,
+    /// Per constraint of a CEL template: the Constraint as CEL's `params`, converted once.
+    cel_params: Arc<Vec<Option<Result<k8s_cel::PreparedParams, k8s_cel::EvalError>>>>,
     /// Per constraint: the constraint whose evaluation it shares ([`PolicySet`]'s
     /// `same_evaluation_as`).
     same_evaluation_as: Vec<usize>,
@@ -286,6 +301,7 @@ impl Evaluator {
             }
         };
         let mut out = Vec::new();
+        let mut under_review = UnderReview::new(request);
         let constraints = policies.constraints();
         let mut start = 0;
         while start < constraints.len() {
@@ -328,7 +344,7 @@ impl Evaluator {
             if !matched.is_empty() {
                 out.extend(self.evaluate_kind(
                     policies,
-                    request,
+                    &mut under_review,
                     &matched,
                     &object_ref,
                     point,
@@ -343,7 +359,7 @@ impl Evaluator {
     fn evaluate_kind(
         &mut self,
         policies: &PolicySet,
-        request: &ReviewRequest,
+        under_review: &mut UnderReview<'_>,
         matched: &[usize],
         object_ref: &ObjectRef,
         point: &str,
@@ -354,10 +370,14 @@ impl Evaluator {
         let rule = match &policies.templates()[template_index].code {
             Code::Rego(rego) => &rego.rule,
             Code::Cel(program) => {
+                let bindings = under_review.cel_bindings();
+                let cel_params = &self.cel_params;
                 return cel_results(
                     program,
-                    request,
-                    matched.iter().map(|&index| &constraints[index]),
+                    bindings,
+                    matched
+                        .iter()
+                        .map(|&index| (&constraints[index], cel_params[index].as_ref())),
                     self.deadline,
                     stats,
                     |c, msg, details| make_result(c, point, object_ref, msg, details),
@@ -375,7 +395,7 @@ impl Evaluator {
                 Some(position) => position,
                 None => {
                     stats.evaluations += 1;
-                    match self.violations(template_index, rule, request, index) {
+                    match self.violations(template_index, rule, under_review.request, index) {
                         Ok(found) => {
                             evaluated.push((shared, found));
                             evaluated.len() - 1
@@ -462,14 +482,19 @@ impl Evaluator {
 /// without.
 fn cel_results<'c>(
     program: &k8s_cel::CelProgram,
-    request: &ReviewRequest,
-    matched: impl Iterator<Item = &'c Constraint>,
+    bindings: &Result<k8s_cel::PreparedBindings<'_>, k8s_cel::EvalError>,
+    matched: impl Iterator<
+        Item = (
+            &'c Constraint,
+            Option<&'c Result<k8s_cel::PreparedParams, k8s_cel::EvalError>>,
+        ),
+    >,
     deadline: Option<Instant>,
     stats: &mut ReviewStats,
     make: impl Fn(&Constraint, String, Option<String>) -> ReviewResult,
 ) -> Result<Vec<DetailedResult>, DeadlinePassed> {
     let mut evaluations = 0;
-    let found = findings(program, request, matched, deadline, &mut evaluations)
+    let found = findings(program, bindings, matched, deadline, &mut evaluations)
         .map_err(|PastDeadline| DeadlinePassed)?;
     stats.reviews += evaluations;
     stats.evaluations += evaluations;

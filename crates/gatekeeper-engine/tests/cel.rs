@@ -235,6 +235,69 @@ fn the_bindings_are_gatekeepers() {
 }
 
 #[test]
+fn each_constraint_sees_its_own_params_in_every_review() {
+    // Two CEL templates around a Rego one (constraints are kept sorted by kind, so their
+    // `params` sit on both sides of a Rego constraint), two Constraints each with different
+    // parameters, three objects: the review's bindings are shared by its CEL templates and
+    // each Constraint's `params` converted once, so every message must still name its own
+    // Constraint, its own `max` and its own object.
+    let cel_template = |kind: &str| {
+        template(
+            kind,
+            json!([cel(json!({
+                "variables": [{"name": "me", "expression": "params.metadata.name"}],
+                "validations": [{
+                    "expression": "object.spec.replicas <= variables.params.max",
+                    "messageExpression": "variables.me + ': ' + object.metadata.name + ' has ' + string(object.spec.replicas) + ' > ' + string(variables.params.max)"
+                }]
+            }))]),
+        )
+    };
+    let rego_template = template(
+        "BetaRego",
+        json!([rego(
+            "package betarego\nviolation contains {\"msg\": msg} if {\n  input.review.object.spec.replicas > input.parameters.max\n  msg := sprintf(\"rego: %v\", [input.review.object.metadata.name])\n}\n"
+        )]),
+    );
+    let limit = |max: u64| json!({"match": deployments_only(), "parameters": {"max": max}});
+    let results = review(
+        vec![
+            cel_template("AlphaCel"),
+            rego_template,
+            cel_template("GammaCel"),
+            constraint("AlphaCel", "alpha-two", limit(2)),
+            constraint("AlphaCel", "alpha-four", limit(4)),
+            constraint("BetaRego", "beta-one", limit(1)),
+            constraint("GammaCel", "gamma-three", limit(3)),
+            constraint("GammaCel", "gamma-zero", limit(0)),
+            deployment("one", 1),
+            deployment("three", 3),
+            deployment("five", 5),
+        ],
+        true,
+    );
+    let mut found: Vec<(&str, &str)> = results
+        .iter()
+        .map(|r| (r.constraint.name.as_str(), r.msg.as_str()))
+        .collect();
+    found.sort_unstable();
+    assert_eq!(
+        found,
+        [
+            ("alpha-four", "alpha-four: five has 5 > 4"),
+            ("alpha-two", "alpha-two: five has 5 > 2"),
+            ("alpha-two", "alpha-two: three has 3 > 2"),
+            ("beta-one", "rego: five"),
+            ("beta-one", "rego: three"),
+            ("gamma-three", "gamma-three: five has 5 > 3"),
+            ("gamma-zero", "gamma-zero: five has 5 > 0"),
+            ("gamma-zero", "gamma-zero: one has 1 > 0"),
+            ("gamma-zero", "gamma-zero: three has 3 > 0"),
+        ]
+    );
+}
+
+#[test]
 fn a_cel_feature_the_engine_lacks_is_unsupported_naming_it() {
     let template = template(
         "Lacking",

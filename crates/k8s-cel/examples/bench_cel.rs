@@ -5,7 +5,7 @@
 //! `cargo run --release -p k8s-cel --example bench_cel [iterations]`; prints one line per
 //! template and a total, in evaluations per second.
 
-use k8s_cel::{Bindings, CelProgram, PreparedBindings};
+use k8s_cel::{Bindings, CelProgram, PreparedBindings, PreparedParams};
 use serde_json::{Value, json};
 use std::path::Path;
 use std::time::Instant;
@@ -87,9 +87,10 @@ fn main() {
             ..Bindings::default()
         };
         let prepared = PreparedBindings::new(&bindings).expect("bindings");
+        let params = PreparedParams::new(Some(&constraint)).expect("params");
         let start = Instant::now();
         for _ in 0..iterations {
-            std::hint::black_box(program.evaluate_prepared(&prepared));
+            std::hint::black_box(program.evaluate_prepared(&prepared, &params));
         }
         let prepared_secs = start.elapsed().as_secs_f64();
         let start = Instant::now();

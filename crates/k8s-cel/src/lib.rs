@@ -54,7 +54,7 @@ pub use budget::{COST_BUDGET, MAX_VALUE_BYTES};
 pub use error::{CompileError, EvalError};
 pub use program::{
     Bindings, CelProgram, CelViolation, DEFAULT_REASON, Decision, MAX_EXPRESSION_BYTES,
-    MAX_EXPRESSION_NESTING, MAX_MESSAGE_BYTES, PreparedBindings,
+    MAX_EXPRESSION_NESTING, MAX_MESSAGE_BYTES, PreparedBindings, PreparedParams,
 };
 pub use request::gator_request;
 pub use source::{FailurePolicy, Named, Source, Validation};

@@ -64,64 +64,101 @@ pub struct Bindings<'a> {
     pub namespace_object: Option<&'a Json>,
 }
 
-/// Bindings converted into CEL values once, to evaluate several programs (or one program for
-/// several Constraints) against the same object without converting it again.
+/// JSON `null`, what an absent binding is.
+static NULL: Json = Json::Null;
+
+/// The bindings of one review (all but `params`), to evaluate several programs against the
+/// same object. Each binding is checked against [`MAX_DEPTH`] up front and converted into a CEL
+/// value the first time an expression reads it, borrowing its text from the JSON: a binding no
+/// expression reads (often `request`, `oldObject`, `namespaceObject`) is never converted, and
+/// one read by several programs is converted once.
 #[derive(Debug)]
-pub struct PreparedBindings {
-    object: Box<dyn Val>,
-    old_object: Box<dyn Val>,
-    request: Box<dyn Val>,
-    params: Box<dyn Val>,
-    namespace_object: Box<dyn Val>,
-    /// Gatekeeper's `variables.params`: `params.spec.parameters`, or null.
-    parameters: Box<dyn Val>,
+pub struct PreparedBindings<'a> {
+    object: Binding<'a>,
+    old_object: Binding<'a>,
+    request: Binding<'a>,
+    namespace_object: Binding<'a>,
     /// Gatekeeper's `variables.anyObject` is `oldObject` (DELETE with a null object).
     any_object_is_old: bool,
 }
 
-impl PreparedBindings {
-    /// Converts `bindings`; fails when one nests deeper than [`MAX_DEPTH`].
-    pub fn new(bindings: &Bindings<'_>) -> Result<PreparedBindings, EvalError> {
-        let convert = |json: Option<&Json>, binding: &'static str| {
-            value::from_json(json.unwrap_or(&Json::Null)).ok_or(EvalError::TooDeep {
-                binding,
+/// One binding: its JSON, and its CEL value once converted.
+#[derive(Debug)]
+struct Binding<'a> {
+    json: &'a Json,
+    value: OnceLock<Option<Box<dyn Val + 'a>>>,
+}
+
+impl<'a> Binding<'a> {
+    /// `json` (`None` is null) as a binding named `name`; fails when it nests too deeply.
+    fn checked(json: Option<&'a Json>, name: &'static str) -> Result<Binding<'a>, EvalError> {
+        let json = json.unwrap_or(&NULL);
+        if !value::within_depth(json) {
+            return Err(EvalError::TooDeep {
+                binding: name,
                 max: MAX_DEPTH,
-            })
-        };
-        let parameters = bindings
-            .params
-            .and_then(|p| p.get("spec"))
-            .and_then(|spec| spec.get("parameters"));
+            });
+        }
+        Ok(Binding {
+            json,
+            value: OnceLock::new(),
+        })
+    }
+
+    /// The CEL value, converted on first use. The depth was checked, so it is always there.
+    fn value(&self) -> Option<&(dyn Val + 'a)> {
+        self.value
+            .get_or_init(|| value::from_json(self.json))
+            .as_deref()
+    }
+}
+
+impl<'a> PreparedBindings<'a> {
+    /// Checks `bindings` (all but `params`, which [`PreparedParams`] holds); fails when one
+    /// nests deeper than [`MAX_DEPTH`].
+    pub fn new(bindings: &Bindings<'a>) -> Result<PreparedBindings<'a>, EvalError> {
         let operation = bindings
             .request
             .and_then(|r| r.get("operation"))
             .and_then(Json::as_str);
         let object_is_null = bindings.object.is_none_or(Json::is_null);
         Ok(PreparedBindings {
-            object: convert(bindings.object, "object")?,
-            old_object: convert(bindings.old_object, "oldObject")?,
-            request: convert(bindings.request, "request")?,
-            params: convert(bindings.params, "params")?,
-            namespace_object: convert(bindings.namespace_object, "namespaceObject")?,
-            parameters: convert(parameters, "params")?,
+            object: Binding::checked(bindings.object, "object")?,
+            old_object: Binding::checked(bindings.old_object, "oldObject")?,
+            request: Binding::checked(bindings.request, "request")?,
+            namespace_object: Binding::checked(bindings.namespace_object, "namespaceObject")?,
             any_object_is_old: operation == Some("DELETE") && object_is_null,
         })
     }
+}
 
-    /// Replaces `params` (and so `variables.params`), keeping the other converted bindings: one
-    /// object evaluated for several Constraints is converted once.
-    pub fn set_params(&mut self, params: Option<&Json>) -> Result<(), EvalError> {
-        let too_deep = || EvalError::TooDeep {
-            binding: "params",
-            max: MAX_DEPTH,
+/// A Constraint as CEL sees it (`params`, and its `spec.parameters` as `variables.params`),
+/// converted once and kept: one Constraint evaluated against many objects is converted once.
+#[derive(Debug)]
+pub struct PreparedParams {
+    params: Box<dyn Val>,
+    /// Gatekeeper's `variables.params`: `params.spec.parameters`, or null.
+    parameters: Box<dyn Val>,
+}
+
+impl PreparedParams {
+    /// Converts `constraint` (`None` is null); fails when it nests deeper than [`MAX_DEPTH`].
+    pub fn new(constraint: Option<&Json>) -> Result<PreparedParams, EvalError> {
+        let keep = |json: Option<&Json>| {
+            value::from_json(json.unwrap_or(&NULL))
+                .and_then(|borrowed| value::to_static(borrowed.as_ref()).ok())
+                .ok_or(EvalError::TooDeep {
+                    binding: "params",
+                    max: MAX_DEPTH,
+                })
         };
-        let parameters = params
+        let parameters = constraint
             .and_then(|p| p.get("spec"))
             .and_then(|spec| spec.get("parameters"));
-        self.params = value::from_json(params.unwrap_or(&Json::Null)).ok_or_else(too_deep)?;
-        self.parameters =
-            value::from_json(parameters.unwrap_or(&Json::Null)).ok_or_else(too_deep)?;
-        Ok(())
+        Ok(PreparedParams {
+            params: keep(constraint)?,
+            parameters: keep(parameters)?,
+        })
     }
 }
 
@@ -351,8 +388,10 @@ impl CelProgram {
 
     /// Evaluates the program against `bindings`: see [`CelProgram::evaluate_prepared`].
     pub fn evaluate(&self, bindings: &Bindings<'_>) -> Vec<Decision> {
-        match PreparedBindings::new(bindings) {
-            Ok(prepared) => self.evaluate_prepared(&prepared),
+        let prepared = PreparedBindings::new(bindings)
+            .and_then(|prepared| Ok((prepared, PreparedParams::new(bindings.params)?)));
+        match prepared {
+            Ok((prepared, params)) => self.evaluate_prepared(&prepared, &params),
             Err(error) => self.keep_error(error),
         }
     }
@@ -361,9 +400,15 @@ impl CelProgram {
     /// when a match condition is false; a single error when a match condition fails or the
     /// budget runs out. With `failurePolicy: Ignore`, errors are dropped, as Gatekeeper drops
     /// them.
-    pub fn evaluate_prepared(&self, bindings: &PreparedBindings) -> Vec<Decision> {
+    pub fn evaluate_prepared(
+        &self,
+        bindings: &PreparedBindings<'_>,
+        params: &PreparedParams,
+    ) -> Vec<Decision> {
         let meter = Meter::start(self.cost_budget);
-        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.decide(bindings)));
+        let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.decide(bindings, params)
+        }));
         let decisions = match run {
             Ok(_) if meter.exhausted() => vec![Decision::Error(EvalError::OutOfBudget)],
             Ok(decisions) => decisions,
@@ -386,8 +431,8 @@ impl CelProgram {
         }
     }
 
-    fn decide(&self, bindings: &PreparedBindings) -> Vec<Decision> {
-        let resolver = Resolver::new(self, bindings);
+    fn decide(&self, bindings: &PreparedBindings<'_>, params: &PreparedParams) -> Vec<Decision> {
+        let resolver = Resolver::new(self, bindings, params);
         let mut errors = Vec::new();
         for condition in &self.match_conditions {
             match resolver.run(condition, |v| {
@@ -434,18 +479,24 @@ pub(crate) fn error_text(error: &ExecutionError) -> String {
 
 /// Resolves the bindings and Gatekeeper's `variables`, computing each variable once, when it
 /// is first used (as Kubernetes' lazy variable map does).
-struct Resolver<'a> {
+struct Resolver<'a, 'j> {
     program: &'a CelProgram,
-    bindings: &'a PreparedBindings,
+    bindings: &'a PreparedBindings<'j>,
+    params: &'a PreparedParams,
     slots: Vec<OnceLock<Result<Box<dyn Val>, String>>>,
 }
 
-impl<'a> Resolver<'a> {
-    fn new(program: &'a CelProgram, bindings: &'a PreparedBindings) -> Resolver<'a> {
+impl<'a, 'j> Resolver<'a, 'j> {
+    fn new(
+        program: &'a CelProgram,
+        bindings: &'a PreparedBindings<'j>,
+        params: &'a PreparedParams,
+    ) -> Resolver<'a, 'j> {
         let slots = program.variables.iter().map(|_| OnceLock::new()).collect();
         Resolver {
             program,
             bindings,
+            params,
             slots,
         }
     }
@@ -546,14 +597,14 @@ impl<'a> Resolver<'a> {
     }
 }
 
-impl VariableResolver for Resolver<'_> {
+impl VariableResolver for Resolver<'_, '_> {
     fn resolve<'b>(&'b self, name: &str) -> Option<CowVal<'b, 'b>> {
         let bound: &'b dyn Val = match name {
-            "object" => self.bindings.object.as_ref(),
-            "oldObject" => self.bindings.old_object.as_ref(),
-            "request" => self.bindings.request.as_ref(),
-            "params" => self.bindings.params.as_ref(),
-            "namespaceObject" => self.bindings.namespace_object.as_ref(),
+            "object" => self.bindings.object.value()?,
+            "oldObject" => self.bindings.old_object.value()?,
+            "request" => self.bindings.request.value()?,
+            "params" => self.params.params.as_ref(),
+            "namespaceObject" => self.bindings.namespace_object.value()?,
             "variables" => self,
             _ => return None,
         };
@@ -564,13 +615,13 @@ impl VariableResolver for Resolver<'_> {
 // The resolver is also the `variables` binding: a map whose entries are computed when they are
 // read. It is handed out borrowed, so selecting `variables.x` borrows the entry; an owned handle
 // would make the interpreter copy every entry it selects (the whole object for `anyObject`).
-impl std::fmt::Debug for Resolver<'_> {
+impl std::fmt::Debug for Resolver<'_, '_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("variables")
     }
 }
 
-impl Val for Resolver<'_> {
+impl Val for Resolver<'_, '_> {
     fn get_type(&self) -> &Type {
         &MAP_TYPE
     }
@@ -594,20 +645,28 @@ impl Val for Resolver<'_> {
     }
 }
 
-impl Indexer for Resolver<'_> {
+impl Indexer for Resolver<'_, '_> {
     fn get<'b, 'v>(&'b self, idx: &dyn Val) -> Result<CowVal<'b, 'v>, ExecutionError>
     where
         Self: 'v,
     {
         let name = idx
             .downcast_ref::<CelString>()
-            .map(|s| s.inner().to_owned())
             .ok_or_else(|| ExecutionError::no_such_key("variables"))?;
         let bindings = self.bindings;
-        let val: &'b (dyn Val + 'static) = match name.as_str() {
-            "anyObject" if bindings.any_object_is_old => bindings.old_object.as_ref(),
-            "anyObject" => bindings.object.as_ref(),
-            "params" => bindings.parameters.as_ref(),
+        let any_object = || {
+            let binding = if bindings.any_object_is_old {
+                &bindings.old_object
+            } else {
+                &bindings.object
+            };
+            binding
+                .value()
+                .ok_or_else(|| ExecutionError::function_error("anyObject", "nests too deeply"))
+        };
+        let val: &'b (dyn Val + 'v) = match name.inner() {
+            "anyObject" => any_object()?,
+            "params" => self.params.parameters.as_ref(),
             other => {
                 let index = self
                     .program

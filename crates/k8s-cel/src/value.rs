@@ -1,5 +1,6 @@
-//! Values across the boundary: JSON bindings into CEL values, and a CEL value into an owned,
-//! `'static` copy (how a variable's result is kept for the rest of an evaluation).
+//! Values across the boundary: JSON bindings into CEL values borrowing the JSON's text, and a
+//! CEL value into an owned, `'static` copy (how a variable's result is kept for the rest of an
+//! evaluation, and how a Constraint's converted parameters are kept across reviews).
 //!
 //! JSON numbers become `int` when they are whole and fit an `int64`, `double` otherwise, as
 //! Kubernetes' unstructured decoding makes them. Nesting is capped at [`MAX_DEPTH`] so a value
@@ -18,12 +19,32 @@ use std::collections::HashMap;
 /// The deepest nesting a binding or a kept value may have.
 pub const MAX_DEPTH: usize = 128;
 
-/// `json` as a CEL value; `None` when it nests deeper than [`MAX_DEPTH`].
-pub(crate) fn from_json(json: &Json) -> Option<Box<dyn Val + 'static>> {
+/// `json` as a CEL value that borrows its strings and keys from `json` (converting a binding
+/// allocates its maps and lists, never a copy of its text); `None` when it nests deeper than
+/// [`MAX_DEPTH`].
+pub(crate) fn from_json(json: &Json) -> Option<Box<dyn Val + '_>> {
     convert(json, 0)
 }
 
-fn convert(json: &Json, depth: usize) -> Option<Box<dyn Val + 'static>> {
+/// Whether `json` nests no deeper than [`MAX_DEPTH`], so [`from_json`] converts it. Checking
+/// costs a walk without allocating, so a binding can be checked up front and converted only
+/// when an expression reads it.
+pub(crate) fn within_depth(json: &Json) -> bool {
+    depth_within(json, 0)
+}
+
+fn depth_within(json: &Json, depth: usize) -> bool {
+    if depth > MAX_DEPTH {
+        return false;
+    }
+    match json {
+        Json::Array(items) => items.iter().all(|item| depth_within(item, depth + 1)),
+        Json::Object(fields) => fields.values().all(|value| depth_within(value, depth + 1)),
+        _ => true,
+    }
+}
+
+fn convert(json: &Json, depth: usize) -> Option<Box<dyn Val + '_>> {
     if depth > MAX_DEPTH {
         return None;
     }
@@ -34,7 +55,7 @@ fn convert(json: &Json, depth: usize) -> Option<Box<dyn Val + 'static>> {
             Some(i) => Box::new(CelInt::from(i)),
             None => Box::new(CelDouble::from(n.as_f64().unwrap_or(f64::NAN))),
         },
-        Json::String(s) => Box::new(CelString::from(s.clone())),
+        Json::String(s) => Box::new(CelString::from(s.as_str())),
         Json::Array(items) => {
             let items = items
                 .iter()
@@ -45,7 +66,7 @@ fn convert(json: &Json, depth: usize) -> Option<Box<dyn Val + 'static>> {
         Json::Object(fields) => {
             let mut map = HashMap::with_capacity(fields.len());
             for (key, value) in fields {
-                map.insert(CelMapKey::from(key.clone()), convert(value, depth + 1)?);
+                map.insert(CelMapKey::from(key.as_str()), convert(value, depth + 1)?);
             }
             Box::new(CelMap::from(map))
         }

@@ -353,7 +353,7 @@ fn bindings_nested_too_deeply_are_an_error() {
 }
 
 #[test]
-fn prepared_bindings_take_new_params_and_keep_the_rest() {
+fn prepared_bindings_take_each_constraints_params_and_keep_the_rest() {
     let program = CelProgram::compile(&json!({
         "variables": [{"name": "who", "expression": "params.metadata.name"}],
         "validations": [{
@@ -364,21 +364,57 @@ fn prepared_bindings_take_new_params_and_keep_the_rest() {
     .unwrap();
     let object = deployment(5);
     let constraint = |name: &str, max: i64| json!({"metadata": {"name": name}, "spec": {"parameters": {"max": max}}});
-    let mut prepared = k8s_cel::PreparedBindings::new(&Bindings {
+    let prepared = k8s_cel::PreparedBindings::new(&Bindings {
         object: Some(&object),
         ..Bindings::default()
     })
     .unwrap();
-    for (name, max) in [("three", 3), ("nine", 9), ("four", 4)] {
-        let params = constraint(name, max);
-        prepared.set_params(Some(&params)).unwrap();
-        let fresh = program.evaluate(&Bindings {
-            object: Some(&object),
-            params: Some(&params),
-            ..Bindings::default()
-        });
-        assert_eq!(program.evaluate_prepared(&prepared), fresh, "{name}");
+    // Params converted once each and kept, evaluated in turn against the same bindings (as the
+    // engine does for several Constraints of a template): each gives its own message.
+    let kept: Vec<_> = [("three", 3), ("nine", 9), ("four", 4)]
+        .into_iter()
+        .map(|(name, max)| {
+            let params = constraint(name, max);
+            let prepared_params = k8s_cel::PreparedParams::new(Some(&params)).unwrap();
+            (name, params, prepared_params)
+        })
+        .collect();
+    for _round in 0..2 {
+        for (name, params, prepared_params) in &kept {
+            let fresh = program.evaluate(&Bindings {
+                object: Some(&object),
+                params: Some(params),
+                ..Bindings::default()
+            });
+            assert_eq!(
+                program.evaluate_prepared(&prepared, prepared_params),
+                fresh,
+                "{name}"
+            );
+        }
     }
-    let last = program.evaluate_prepared(&prepared);
-    assert_eq!(last, [violation("four: at most 4")]);
+    let [_, (_, _, nine), (_, _, four)] = kept.as_slice() else {
+        panic!("three constraints")
+    };
+    assert_eq!(program.evaluate_prepared(&prepared, nine), []);
+    assert_eq!(
+        program.evaluate_prepared(&prepared, four),
+        [violation("four: at most 4")]
+    );
+}
+
+#[test]
+fn params_nested_too_deeply_are_an_error() {
+    let mut deep = json!(1);
+    for _ in 0..200 {
+        deep = json!([deep]);
+    }
+    let constraint = json!({"spec": {"parameters": {"deep": deep}}});
+    assert_eq!(
+        k8s_cel::PreparedParams::new(Some(&constraint)).unwrap_err(),
+        EvalError::TooDeep {
+            binding: "params",
+            max: 128
+        }
+    );
 }
