@@ -140,6 +140,15 @@ fn to_static_at(val: &dyn Val, depth: usize) -> Result<Box<dyn Val + 'static>, E
 }
 
 fn list_to_static(val: &dyn Val, depth: usize) -> Result<Box<dyn Val + 'static>, ExecutionError> {
+    // The built-in list is walked directly (no iterator object, the size known up front).
+    if let Some(list) = val.downcast_ref::<CelList>() {
+        let items = list.inner();
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            out.push(to_static_at(item.as_ref(), depth + 1)?);
+        }
+        return Ok(Box::new(CelList::from(out)));
+    }
     let iterable = val.as_iterable().ok_or_else(|| unkeepable(val))?;
     let mut items = iterable.iter();
     let mut out = Vec::new();
@@ -150,6 +159,17 @@ fn list_to_static(val: &dyn Val, depth: usize) -> Result<Box<dyn Val + 'static>,
 }
 
 fn map_to_static(val: &dyn Val, depth: usize) -> Result<Box<dyn Val + 'static>, ExecutionError> {
+    // The built-in map is walked by its entries: no lookup of each key again.
+    if let Some(map) = val.downcast_ref::<CelMap>() {
+        let mut out = HashMap::with_capacity(map.len());
+        for (key, value) in map.inner() {
+            out.insert(
+                key.clone().into_static(),
+                to_static_at(value.as_ref(), depth + 1)?,
+            );
+        }
+        return Ok(Box::new(CelMap::from(out)));
+    }
     let (Some(keys), Some(indexer)) = (val.as_iterable(), val.as_indexer()) else {
         return Err(unkeepable(val));
     };

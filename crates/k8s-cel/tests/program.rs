@@ -189,6 +189,27 @@ fn variables_see_earlier_variables_and_params_and_are_lazy() {
 }
 
 #[test]
+fn a_kept_variable_is_the_value_it_was() {
+    // A variable's value is copied out of its evaluation to be kept: maps keep their keys of
+    // every type, lists their order, and a sub-tree of a binding all its entries.
+    let source = json!({
+        "variables": [
+            {"name": "m", "expression": "{1: 'int', 2u: 'uint', true: 'bool', 'k': [3, 'x', [4.5, null]]}"},
+            {"name": "labels", "expression": "object.metadata.labels"},
+            {"name": "all", "expression": "[object.metadata, object.spec]"},
+        ],
+        "validations": [{
+            "expression": "false",
+            "messageExpression": "variables.m[1] + ' ' + variables.m[2u] + ' ' + variables.m[true] + ' ' + string(variables.m['k'][0]) + variables.m['k'][1] + string(variables.m['k'][2][0]) + string(variables.m['k'][2][1] == null) + ' ' + variables.labels.team + ' ' + string(variables.all[1].replicas) + ' ' + string(variables.m == {1: 'int', 2u: 'uint', true: 'bool', 'k': [3, 'x', [4.5, null]]})"
+        }],
+    });
+    assert_eq!(
+        run(source, deployment(7)),
+        vec![violation("int uint bool 3x4.5true a 7 true")]
+    );
+}
+
+#[test]
 fn a_variable_may_not_use_a_later_one() {
     let source = json!({
         "variables": [{"name": "a", "expression": "variables.b"}, {"name": "b", "expression": "1"}],
