@@ -81,6 +81,8 @@ pub(crate) fn findings<'c>(
         let decisions = match (bindings, params) {
             (Ok(bindings), Some(Ok(params))) => program.evaluate_prepared(bindings, params),
             (Err(error), _) | (_, Some(Err(error))) => program.conversion_failed(error.clone()),
+            // No params for this Constraint (an evaluator made from another policy set): an
+            // error result, never a silent pass.
             (Ok(_), None) => program.conversion_failed(EvalError::Internal),
         };
         out.extend(decisions.into_iter().map(|decision| match decision {

@@ -375,9 +375,12 @@ impl Evaluator {
                 return cel_results(
                     program,
                     bindings,
-                    matched
-                        .iter()
-                        .map(|&index| (&constraints[index], cel_params[index].as_ref())),
+                    matched.iter().map(|&index| {
+                        (
+                            &constraints[index],
+                            cel_params.get(index).and_then(Option::as_ref),
+                        )
+                    }),
                     self.deadline,
                     stats,
                     |c, msg, details| make_result(c, point, object_ref, msg, details),
