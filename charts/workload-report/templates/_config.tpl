@@ -28,7 +28,7 @@ correctly. Teams keep their order (first match wins); empty optional values are 
     "audit" (dict
       "freshAfter" (toString $c.audit.freshAfter)
       "tolerance" (dict "absolute" (int64 $c.audit.tolerance.absolute) "relative" (float64 $c.audit.tolerance.relative)))
-    "timeouts" (dict "api" (toString $c.timeouts.api) "post" (toString $c.timeouts.post) "engine" (toString $c.timeouts.engine) "query" (toString $c.timeouts.query))
+    "timeouts" (dict "api" (toString $c.timeouts.api) "post" (toString $c.timeouts.post) "engine" (toString $c.timeouts.engine) "query" (toString $c.timeouts.query) "push" (toString $c.timeouts.push))
 -}}
 {{- range $key := list "dashboardUrl" "readmeUrl" -}}
 {{- if get $c $key -}}{{- $_ := set $cfg $key (toString (get $c $key)) -}}{{- end -}}

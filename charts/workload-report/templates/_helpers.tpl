@@ -247,7 +247,7 @@ then _WEBHOOK (the binary's rule). */}}
 {{- fail (printf "%s: report.config.categories: %q is not one of constraintKinds" $p $rule) -}}
 {{- end -}}
 {{- end -}}
-{{- range $key := list "api" "post" "engine" "query" -}}
+{{- range $key := list "api" "post" "engine" "query" "push" -}}
 {{- if not (regexMatch "^[1-9][0-9]*[smh]$" (toString (get $c.timeouts $key))) -}}
 {{- fail (printf "%s: report.config.timeouts.%s must be a duration > 0 like 30s (<n>s, <n>m or <n>h)" $p $key) -}}
 {{- end -}}

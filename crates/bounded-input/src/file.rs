@@ -16,6 +16,13 @@ pub fn read_file(path: &Path, cap: u64) -> Result<Vec<u8>, ReadError> {
     stream::read_capped_with_hint(file, cap, hint).map_err(fail)
 }
 
+/// Opens the regular file at `path` (symlinks followed) for a reader that caps what it reads
+/// itself (e.g. [`crate::CappedReader`]); FIFOs, devices, sockets and directories are refused at
+/// once, as [`read_file`] refuses them.
+pub fn open_file(path: &Path) -> Result<File, ReadError> {
+    open_regular(path).map_err(|kind| ReadError::new(path, kind))
+}
+
 /// [`read_file`], as UTF-8 text.
 pub fn read_file_to_string(path: &Path, cap: u64) -> Result<String, ReadError> {
     let bytes = read_file(path, cap)?;

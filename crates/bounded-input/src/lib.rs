@@ -8,6 +8,9 @@
 //!   swap between a check and the open cannot slip through.
 //! - [`read_capped`] reads any stream (stdin, a gzip decoder, an HTTP body adapter) up to `cap`
 //!   bytes and fails past it instead of growing memory without end.
+//! - [`open_file`] + [`CappedReader`] do the same for a parser that reads as it goes (a large
+//!   JSON snapshot is parsed from the stream and never held as text): the reader fails past its
+//!   cap and remembers it, so the caller reports the cap rather than the parser's error.
 //! - [`Budget`] caps the total read over many files (a snapshot directory, a Suite's objects).
 //! - [`check_yaml_nesting`] rejects YAML nested deeper than a cap with a cheap linear pre-scan,
 //!   *before* a YAML parser sees the text: libyaml's parse time grows quadratically with nesting
@@ -30,8 +33,8 @@ mod file;
 mod stream;
 mod yaml;
 
-pub use file::{read_file, read_file_to_string};
-pub use stream::{Budget, read_capped, read_capped_to_string};
+pub use file::{open_file, read_file, read_file_to_string};
+pub use stream::{Budget, CappedReader, read_capped, read_capped_to_string};
 pub use yaml::{NestingError, YAML_MAX_DEPTH, check_yaml_nesting};
 
 use std::path::{Path, PathBuf};

@@ -41,6 +41,69 @@ pub(crate) fn read_capped_with_hint(
     Ok(buffer)
 }
 
+/// A reader for parsers that consume a stream as they go (e.g. `serde_json::from_reader`): it
+/// yields at most `cap` bytes of `inner` and fails on the byte past them, remembering that it
+/// did, because the parser's own error hides the cause. After a failed parse, ask
+/// [`CappedReader::over_cap`] and report [`CappedReader::too_large`] instead of the parser's
+/// text.
+#[derive(Debug)]
+pub struct CappedReader<R> {
+    inner: R,
+    cap: u64,
+    read: u64,
+    over_cap: bool,
+}
+
+impl<R: Read> CappedReader<R> {
+    /// Reads `inner` under `cap` bytes.
+    pub fn new(inner: R, cap: u64) -> Self {
+        Self {
+            inner,
+            cap,
+            read: 0,
+            over_cap: false,
+        }
+    }
+
+    /// The bytes read so far.
+    pub fn bytes_read(&self) -> u64 {
+        self.read
+    }
+
+    /// Whether a read went past the cap (and failed).
+    pub fn over_cap(&self) -> bool {
+        self.over_cap
+    }
+
+    /// The error for `input` having gone past the cap.
+    pub fn too_large(&self, input: &str) -> ReadError {
+        ReadError::new(input, ReadErrorKind::TooLarge { cap: self.cap })
+    }
+}
+
+impl<R: Read> Read for CappedReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        if buf.is_empty() {
+            return Ok(0);
+        }
+        if self.read >= self.cap {
+            // At the cap: the input fits only if nothing follows.
+            let mut probe = [0u8; 1];
+            if self.inner.read(&mut probe)? == 0 {
+                return Ok(0);
+            }
+            self.over_cap = true;
+            return Err(std::io::Error::other("input over its cap"));
+        }
+        let room = usize::try_from(self.cap - self.read)
+            .unwrap_or(usize::MAX)
+            .min(buf.len());
+        let n = self.inner.read(&mut buf[..room])?;
+        self.read += n as u64;
+        Ok(n)
+    }
+}
+
 /// A total cap over many reads: each read takes its size from the budget, and the read that
 /// would exceed it fails naming the total cap.
 #[derive(Debug, Clone)]
@@ -94,6 +157,27 @@ mod tests {
         let data = [b'z'; 100];
         assert_eq!(read_capped(&data[..], 100, "x").unwrap().len(), 100);
         assert!(read_capped(&data[..], 99, "x").is_err());
+    }
+
+    #[test]
+    fn a_capped_reader_gives_what_fits_and_fails_past_the_cap() {
+        let mut exact = CappedReader::new(&[b'z'; 100][..], 100);
+        let mut out = Vec::new();
+        exact.read_to_end(&mut out).unwrap();
+        assert_eq!(
+            (out.len(), exact.bytes_read(), exact.over_cap()),
+            (100, 100, false)
+        );
+
+        let mut endless = CappedReader::new(std::io::repeat(b' '), 4096);
+        let failed = std::io::copy(&mut endless, &mut std::io::sink()).unwrap_err();
+        assert_eq!(failed.to_string(), "input over its cap");
+        assert!(endless.over_cap());
+        assert_eq!(endless.bytes_read(), 4096);
+        assert_eq!(
+            endless.too_large("snap.tgz:workloads.json").to_string(),
+            "snap.tgz:workloads.json: is larger than the 4 KiB cap"
+        );
     }
 
     #[test]

@@ -39,6 +39,6 @@ pub use read::{
     ReadError, WorkloadPages, open_cluster, read_cluster, read_cluster_blocking, read_with_client,
 };
 pub use snapshot::{
-    SnapshotError, SnapshotLimits, SnapshotWriter, read_snapshot, read_snapshot_text,
-    read_snapshot_with, save_snapshot,
+    SnapshotError, SnapshotLimits, SnapshotWorkloads, SnapshotWriter, open_snapshot,
+    open_snapshot_with, read_snapshot, read_snapshot_text, read_snapshot_with, save_snapshot,
 };

@@ -629,7 +629,7 @@ impl ClusterState {
     }
 }
 
-fn duplicate(kind: &str, namespace: &str, name: &str) -> ModelError {
+pub(crate) fn duplicate(kind: &str, namespace: &str, name: &str) -> ModelError {
     let object = if namespace.is_empty() {
         format!("{kind} {name}")
     } else {

@@ -26,16 +26,19 @@
 
 mod archive;
 mod json_stream;
+pub(crate) mod paged;
 mod save;
 
+use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
-use bounded_input::{Budget, NestingError, YAML_MAX_DEPTH};
+use bounded_input::{Budget, CappedReader, NestingError, ReadError, ReadErrorKind, YAML_MAX_DEPTH};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::model::{ClusterState, ModelError, classify, normalize};
+use crate::model::{ClusterState, Item, ModelError, classify, normalize};
 
+pub use paged::{SnapshotWorkloads, open_snapshot, open_snapshot_with};
 pub use save::{SnapshotWriter, save_snapshot};
 
 /// Errors while reading or writing a snapshot. Every text names the file (and document).
@@ -140,6 +143,14 @@ pub enum SnapshotError {
         /// The path.
         path: PathBuf,
     },
+    /// Reading a snapshot's workloads a page at a time ([`open_snapshot`]) stopped before the
+    /// end: the reading thread failed unexpectedly (or, inside it, nobody took the pages any
+    /// more).
+    #[error("{}: reading the workloads stopped before the end", path.display())]
+    Interrupted {
+        /// The snapshot.
+        path: PathBuf,
+    },
     /// `save_snapshot` was pointed at a symlink (or a directory).
     #[error("{}: {what}; refusing to write there", path.display())]
     NotAFileTarget {
@@ -190,6 +201,35 @@ pub fn read_snapshot_with(
     limits: &SnapshotLimits,
 ) -> Result<ClusterState, SnapshotError> {
     let mut state = ClusterState::default();
+    read_into(&mut state, path, limits)?;
+    state.finish().map_err(|source| SnapshotError::State {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    Ok(state)
+}
+
+/// Where the objects read from a snapshot go: the whole model ([`ClusterState`]), or, for a
+/// snapshot read a page at a time, the policy side and the workload pages apart
+/// ([`paged`]).
+pub(crate) trait ObjectSink {
+    /// Takes one classified object; an error ends the read.
+    fn add(&mut self, item: Item) -> Result<(), SnapshotError>;
+}
+
+impl ObjectSink for ClusterState {
+    fn add(&mut self, item: Item) -> Result<(), SnapshotError> {
+        self.push(item);
+        Ok(())
+    }
+}
+
+/// Reads every object of the snapshot at `path` (directory, file or tarball) into `sink`.
+fn read_into(
+    sink: &mut dyn ObjectSink,
+    path: &Path,
+    limits: &SnapshotLimits,
+) -> Result<(), SnapshotError> {
     let meta = std::fs::metadata(path).map_err(io("reading", path))?;
     let text_name = path.to_string_lossy().to_ascii_lowercase();
     if meta.is_dir() {
@@ -203,34 +243,49 @@ pub fn read_snapshot_with(
         files.sort();
         let mut budget = Budget::new(limits.total);
         for file in files {
-            let text = read_counted(&file, limits, &mut budget)?;
-            add_text(
-                &mut state,
-                &printable(&file.display().to_string()),
-                &file,
-                &text,
-            )?;
+            add_file(sink, &file, limits, &mut budget)?;
         }
+        Ok(())
     } else if text_name.ends_with(".tar.gz") || text_name.ends_with(".tgz") {
-        archive::read_tarball(&mut state, path, limits)?;
+        archive::read_tarball(sink, path, limits)
     } else if is_object_file(path) {
-        let text = read_counted(path, limits, &mut Budget::new(limits.total))?;
-        add_text(
-            &mut state,
-            &printable(&path.display().to_string()),
-            path,
-            &text,
-        )?;
+        add_file(sink, path, limits, &mut Budget::new(limits.total))
     } else {
-        return Err(SnapshotError::NotASnapshot {
+        Err(SnapshotError::NotASnapshot {
             path: path.to_path_buf(),
-        });
+        })
     }
-    state.finish().map_err(|source| SnapshotError::State {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    Ok(state)
+}
+
+/// Adds the objects of one snapshot file and takes its size from `budget`: JSON is parsed as it
+/// is read, YAML read whole first (the YAML parser needs the text).
+fn add_file(
+    sink: &mut dyn ObjectSink,
+    file: &Path,
+    limits: &SnapshotLimits,
+    budget: &mut Budget,
+) -> Result<(), SnapshotError> {
+    let location = printable(&file.display().to_string());
+    if !is_json(file) {
+        let text = read_counted(file, limits, budget)?;
+        return add_text(sink, &location, file, &text);
+    }
+    let reader = bounded_input::open_file(file)?;
+    let cap = budget.next_cap(limits.per_file);
+    let io_failure = |error| SnapshotError::Read(ReadError::new(file, ReadErrorKind::Io(error)));
+    match add_json_from_reader(sink, &location, reader, cap, io_failure) {
+        Ok(bytes) => Ok(budget.take(bytes, &location)?),
+        Err(SnapshotError::Read(error))
+            if matches!(error.kind, ReadErrorKind::TooLarge { .. }) && cap < limits.per_file =>
+        {
+            // What ran out is the total budget, not the file's own cap: say so.
+            match budget.take(cap.saturating_add(1), &location) {
+                Err(exhausted) => Err(exhausted.into()),
+                Ok(()) => Err(SnapshotError::Read(error)),
+            }
+        }
+        Err(other) => Err(other),
+    }
 }
 
 /// Reads one file under the per-file cap and takes its size from the total budget.
@@ -325,32 +380,17 @@ pub(crate) fn printable(text: &str) -> String {
 }
 
 fn add_text(
-    state: &mut ClusterState,
+    sink: &mut dyn ObjectSink,
     location: &str,
     name: &Path,
     text: &str,
 ) -> Result<(), SnapshotError> {
-    let is_json = name
-        .extension()
-        .and_then(|e| e.to_str())
-        .is_some_and(|e| e.eq_ignore_ascii_case("json"));
-    if is_json {
-        // Object by object: a list's items are classified (and dropped as values) as they are
-        // parsed.
-        let mut classify_one = |document: usize, object: Value| {
-            state.push(classify(object).map_err(|source| SnapshotError::Object {
-                location: location.to_string(),
-                document,
-                source,
-            })?);
-            Ok(())
-        };
-        return json_stream::for_each_object(text, &mut classify_one).map_err(|failure| {
-            failure.unwrap_or_else(|source| SnapshotError::Json {
-                location: location.to_string(),
-                source,
-            })
-        });
+    if is_json(name) {
+        return add_json(
+            sink,
+            location,
+            &mut serde_json::Deserializer::from_str(text),
+        );
     }
     bounded_input::check_yaml_nesting(text, YAML_MAX_DEPTH).map_err(|source| {
         SnapshotError::YamlNesting {
@@ -373,11 +413,73 @@ fn add_text(
             source,
         };
         for object in expand(document) {
-            state.push(classify(object).map_err(wrap)?);
+            sink.add(classify(object).map_err(wrap)?)?;
         }
     }
     Ok(())
 }
+
+/// Whether `name` is read as JSON (`.json`, any case); everything else is YAML.
+fn is_json(name: &Path) -> bool {
+    name.extension()
+        .and_then(|e| e.to_str())
+        .is_some_and(|e| e.eq_ignore_ascii_case("json"))
+}
+
+/// Adds the objects of a JSON stream object by object: a list's items are classified (and
+/// dropped as values) as they are parsed.
+fn add_json<'de, R: serde_json::de::Read<'de>>(
+    sink: &mut dyn ObjectSink,
+    location: &str,
+    deserializer: &mut serde_json::Deserializer<R>,
+) -> Result<(), SnapshotError> {
+    let mut classify_one = |document: usize, object: Value| {
+        sink.add(classify(object).map_err(|source| SnapshotError::Object {
+            location: location.to_string(),
+            document,
+            source,
+        })?)
+    };
+    json_stream::for_each_object(deserializer, &mut classify_one).map_err(|failure| {
+        failure.unwrap_or_else(|source| SnapshotError::Json {
+            location: location.to_string(),
+            source,
+        })
+    })
+}
+
+/// Adds the objects of the JSON file or member `reader` while reading it, so its text is never
+/// held whole (a saved `workloads.json` is most of a snapshot). At most `cap` bytes are read; a
+/// failure of `reader` itself (a corrupt tarball) becomes `io_failure`'s error. Returns the bytes
+/// read.
+fn add_json_from_reader(
+    sink: &mut dyn ObjectSink,
+    location: &str,
+    reader: impl Read,
+    cap: u64,
+    io_failure: impl FnOnce(std::io::Error) -> SnapshotError,
+) -> Result<u64, SnapshotError> {
+    let mut capped = CappedReader::new(reader, cap);
+    let added = add_json(
+        sink,
+        location,
+        &mut serde_json::Deserializer::from_reader(BufReader::with_capacity(
+            JSON_READ_BUFFER,
+            &mut capped,
+        )),
+    );
+    match added {
+        Ok(()) => Ok(capped.bytes_read()),
+        Err(_) if capped.over_cap() => Err(SnapshotError::Read(capped.too_large(location))),
+        Err(SnapshotError::Json { source, .. }) if source.is_io() => {
+            Err(io_failure(std::io::Error::from(source)))
+        }
+        Err(other) => Err(other),
+    }
+}
+
+/// The read buffer of a JSON file parsed as it is read.
+const JSON_READ_BUFFER: usize = 64 << 10;
 
 /// A document's objects: nothing for an empty document, the items of a list (typed from a
 /// `<Kind>List` when they lack `apiVersion`/`kind`), else the document itself.

@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 
 use cluster_projection::{
-    ClusterState, ModelError, ReadSpec, SnapshotError, WorkloadKind, read_snapshot,
+    ClusterState, ModelError, ReadSpec, SnapshotError, WorkloadKind, open_snapshot, read_snapshot,
     read_snapshot_text,
 };
 
@@ -167,4 +167,89 @@ fn errors_name_the_file_and_document() {
     assert!(matches!(err, SnapshotError::NotASnapshot { .. }), "{err:?}");
     let err = read_snapshot(&dir.path().join("missing")).unwrap_err();
     assert!(matches!(err, SnapshotError::Io { .. }), "{err:?}");
+}
+
+/// The basic source snapshot with `extra` Deployments in a JSON list named to be read first.
+fn basic_with_many_deployments(extra: usize) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    for entry in std::fs::read_dir(fixtures().join("cluster-src/basic")).unwrap() {
+        let entry = entry.unwrap();
+        std::fs::copy(entry.path(), dir.path().join(entry.file_name())).unwrap();
+    }
+    let items: Vec<serde_json::Value> = (0..extra)
+        .map(|i| {
+            serde_json::json!({
+                "metadata": {"name": format!("bulk-{i:04}"), "namespace": format!("bulk-{}", i % 7)},
+                "spec": {"replicas": 1},
+            })
+        })
+        .collect();
+    let list =
+        serde_json::json!({"apiVersion": "apps/v1", "kind": "DeploymentList", "items": items});
+    std::fs::write(dir.path().join("0-many.json"), list.to_string()).unwrap();
+    dir
+}
+
+#[test]
+fn a_snapshot_opened_for_paging_gives_what_the_whole_read_gives_in_pages() {
+    let dir = basic_with_many_deployments(1_234);
+    let spec = ReadSpec::for_constraint_kinds(["K8sRequiredLabels", "K8sContainerLimits"]);
+    let whole = read_snapshot(dir.path())
+        .unwrap()
+        .restrict_to(&spec)
+        .unwrap();
+    let (policy, mut pages) = open_snapshot(dir.path(), &spec).unwrap();
+    assert!(policy.workloads.is_empty());
+    let ClusterState {
+        workloads: expected,
+        ..
+    } = whole.clone();
+    assert_eq!(
+        summary(&policy),
+        summary(&ClusterState {
+            workloads: Vec::new(),
+            ..whole
+        })
+    );
+    let mut given = Vec::new();
+    let mut sizes = Vec::new();
+    while let Some(page) = pages.next_page().unwrap() {
+        sizes.push(page.len());
+        given.extend(page);
+    }
+    assert!(
+        pages.next_page().unwrap().is_none(),
+        "the end stays the end"
+    );
+    assert!(sizes.iter().all(|&n| n > 0 && n <= 500), "{sizes:?}");
+    assert_eq!(sizes.len(), expected.len().div_ceil(500));
+    given.sort_by(|a, b| (&a.namespace, a.kind, &a.name).cmp(&(&b.namespace, b.kind, &b.name)));
+    assert_eq!(given, expected);
+    assert!(expected.len() > 1_234);
+}
+
+#[test]
+fn a_snapshot_opened_for_paging_fails_as_the_whole_read_fails() {
+    let dir = basic_with_many_deployments(3);
+    // The same Deployment again, in another file.
+    let again = serde_json::json!({"apiVersion": "apps/v1", "kind": "Deployment",
+        "metadata": {"name": "bulk-0001", "namespace": "bulk-1"}});
+    std::fs::write(dir.path().join("1-again.json"), again.to_string()).unwrap();
+    let spec = ReadSpec::for_constraint_kinds(["K8sRequiredLabels"]);
+    let whole = read_snapshot(dir.path()).unwrap_err();
+    let paged = open_snapshot(dir.path(), &spec).unwrap_err();
+    assert_eq!(paged.to_string(), whole.to_string());
+    assert_eq!(
+        std::error::Error::source(&paged).map(ToString::to_string),
+        Some("Deployment bulk-1/bulk-0001 occurs more than once".to_string())
+    );
+    assert_eq!(
+        std::error::Error::source(&paged).map(ToString::to_string),
+        std::error::Error::source(&whole).map(ToString::to_string)
+    );
+
+    std::fs::write(dir.path().join("1-again.json"), "{\"kind\": \"Pod\"").unwrap();
+    let whole = read_snapshot(dir.path()).unwrap_err();
+    let paged = open_snapshot(dir.path(), &spec).unwrap_err();
+    assert_eq!(paged.to_string(), whole.to_string());
 }

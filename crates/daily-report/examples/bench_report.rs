@@ -5,7 +5,10 @@
 //! and Loki (in this process), or with `--snapshot` from a saved snapshot of that cluster.
 //!
 //! The figures are the child's: its wall time and its peak RSS (what the CronJob's memory limit
-//! must hold). Targets: 25,000 workloads in 5 s, 100,000 in 30 s and 300 MiB (in between and
+//! must hold). The child is started through this program's `__measure` mode, a fresh small
+//! process: Linux charges a child with the memory high-water mark of the process it was spawned
+//! from, and this one holds the whole generated cluster (before this, the figures printed were
+//! mostly the benchmark's own size). Targets: 25,000 workloads in 5 s, 100,000 in 30 s and 300 MiB (in between and
 //! beyond, scaled linearly). The program prints its figures and exits non-zero when the run is
 //! not ok or misses a target.
 
@@ -303,13 +306,82 @@ fn rss_target_mib(workloads: usize) -> f64 {
     (workloads as f64 * 300.0 / 100_000.0).max(300.0)
 }
 
-/// The largest peak RSS among this process's waited-for children, in MiB.
-fn children_peak_rss_mib() -> f64 {
-    nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
-        .map_or(0.0, |usage| usage.max_rss() as f64 / 1024.0)
+/// The largest peak RSS among this process's waited-for children (KiB) and their CPU time (user
+/// plus system, seconds), as `"<kib> <secs>"`.
+fn children_usage() -> String {
+    let Ok(usage) = nix::sys::resource::getrusage(nix::sys::resource::UsageWho::RUSAGE_CHILDREN)
+    else {
+        return String::new();
+    };
+    let secs = |t: nix::sys::time::TimeVal| t.tv_sec() as f64 + t.tv_usec() as f64 / 1e6;
+    format!(
+        "{} {:.2}",
+        usage.max_rss(),
+        secs(usage.user_time()) + secs(usage.system_time())
+    )
+}
+
+/// The hidden first argument of `bench_report __measure FILE PROGRAM ARGS…`: run PROGRAM as this
+/// process's only child and write the child's peak RSS (KiB) and CPU time (seconds) to FILE.
+///
+/// Why a process in between: Linux records the memory high-water mark of the process a child
+/// was spawned from into the child's `ru_maxrss` when the child calls exec. Spawned straight
+/// from this benchmark, which holds the whole generated cluster (about 4.5 KiB per workload), the
+/// report would be charged with the benchmark's size; spawned from a freshly started small
+/// process, it is charged only with its own.
+const MEASURE: &str = "__measure";
+
+/// The `__measure` mode: runs the command in `args` (FILE PROGRAM ARGS…), writes its peak RSS
+/// and CPU time to FILE and exits as it exited.
+fn measure_child(mut args: impl Iterator<Item = std::ffi::OsString>) -> ExitCode {
+    let (Some(file), Some(program)) = (args.next(), args.next()) else {
+        eprintln!("bench report: {MEASURE} needs FILE PROGRAM [ARGS…]");
+        return ExitCode::from(2);
+    };
+    let status = match Command::new(&program).args(args).status() {
+        Ok(status) => status,
+        Err(error) => {
+            eprintln!(
+                "bench report: cannot start {}: {error}",
+                program.to_string_lossy()
+            );
+            return ExitCode::from(2);
+        }
+    };
+    if let Err(error) = std::fs::write(&file, children_usage()) {
+        eprintln!("bench report: cannot write the peak RSS: {error}");
+        return ExitCode::from(2);
+    }
+    match status.code() {
+        Some(0) => ExitCode::SUCCESS,
+        Some(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        None => ExitCode::FAILURE,
+    }
+}
+
+/// A command that runs `binary` through this program's `__measure` mode, which writes the
+/// binary's peak RSS and CPU time to `usage_file`.
+fn measured_command(binary: &std::ffi::OsStr, usage_file: &Path) -> Command {
+    let this = std::env::current_exe().expect("the benchmark knows its own path");
+    let mut command = Command::new(this);
+    command.arg(MEASURE).arg(usage_file).arg(binary);
+    command
+}
+
+/// The child's peak RSS (MiB) and CPU time (seconds) from `usage_file`; NaN for what is missing.
+fn child_usage(usage_file: &Path) -> (f64, f64) {
+    let text = std::fs::read_to_string(usage_file).unwrap_or_default();
+    let mut fields = text.split_whitespace().map(|f| f.parse::<f64>().ok());
+    let kib = fields.next().flatten().unwrap_or(f64::NAN);
+    let cpu = fields.next().flatten().unwrap_or(f64::NAN);
+    (kib / 1024.0, cpu)
 }
 
 fn main() -> ExitCode {
+    let mut raw = std::env::args_os().skip(1);
+    if raw.next().is_some_and(|first| first == MEASURE) {
+        return measure_child(raw);
+    }
     let args = match args() {
         Ok(args) => args,
         Err(error) => {
@@ -329,7 +401,8 @@ fn main() -> ExitCode {
     let kinds = cluster.kinds.clone();
     let slack = SlackServer::start();
     let loki = LokiServer::start();
-    let mut command = Command::new(binary);
+    let usage_file = dir.path().join("child-usage");
+    let mut command = measured_command(&binary, &usage_file);
     command.arg("run");
     let _api = if args.snapshot {
         let file = dir.path().join("bench-snapshot.tar.gz");
@@ -386,7 +459,7 @@ fn main() -> ExitCode {
     let started = Instant::now();
     let output = command.output().expect("starting workload-report");
     let wall = started.elapsed().as_secs_f64();
-    let rss = children_peak_rss_mib();
+    let (rss, cpu) = child_usage(&usage_file);
     let status = output.status;
     let run: Value = String::from_utf8_lossy(&output.stdout)
         .lines()
@@ -412,7 +485,7 @@ fn main() -> ExitCode {
         loki.pushes().len(),
     );
     println!(
-        "bench report: workload-report run {wall:.2} s wall (target <= {wall_target:.0} s), peak RSS {rss:.1} MiB (target <= {rss_target:.0} MiB)"
+        "bench report: workload-report run {wall:.2} s wall (target <= {wall_target:.0} s), {cpu:.1} s CPU, peak RSS {rss:.1} MiB (target <= {rss_target:.0} MiB)"
     );
     let mut ok = true;
     if !status.success() || run["status"] != "ok" {
@@ -422,15 +495,15 @@ fn main() -> ExitCode {
         );
         ok = false;
     }
-    if loki.pushes().len() != 1 || slack.teams_posted().is_empty() {
-        eprintln!("bench report: expected one Loki push and Slack posts");
+    if loki.pushes().is_empty() || slack.teams_posted().is_empty() {
+        eprintln!("bench report: expected Loki pushes and Slack posts");
         ok = false;
     }
     if wall > wall_target {
         eprintln!("bench report: MISSED the wall target");
         ok = false;
     }
-    if rss > rss_target {
+    if rss.is_nan() || rss > rss_target {
         eprintln!("bench report: MISSED the RSS target");
         ok = false;
     }

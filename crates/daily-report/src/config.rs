@@ -157,6 +157,9 @@ pub struct Timeouts {
     pub engine: Duration,
     /// Reading the previous run back from Loki, all its requests together.
     pub query: Duration,
+    /// Pushing the run's lines to Loki, all its pushes together, with the waits while Loki
+    /// refuses them for its ingestion rate limit (each push also within `post`).
+    pub push: Duration,
 }
 
 /// The validated configuration.
@@ -277,6 +280,7 @@ struct RawTimeouts {
     post: Option<String>,
     engine: Option<String>,
     query: Option<String>,
+    push: Option<String>,
 }
 
 /// A name every Kubernetes release accepts for a container environment variable (a C identifier).
@@ -612,6 +616,7 @@ fn timeouts(raw: RawTimeouts) -> Result<Timeouts, ConfigError> {
         post: timeout("timeouts.post", raw.post, Duration::from_secs(10))?,
         engine: timeout("timeouts.engine", raw.engine, Duration::from_secs(600))?,
         query: timeout("timeouts.query", raw.query, Duration::from_secs(30))?,
+        push: timeout("timeouts.push", raw.push, Duration::from_secs(120))?,
     })
 }
 
@@ -1256,6 +1261,26 @@ mod tests {
         assert_eq!(timeouts.post, Duration::from_secs(60));
         assert_eq!(timeouts.engine, Duration::from_secs(90));
         assert_eq!(fresh, Duration::ZERO);
+    }
+
+    #[test]
+    fn the_push_timeout_has_a_default_and_bounds() {
+        let config = Config::from_yaml(MINIMAL).unwrap();
+        assert_eq!(config.timeouts.push, Duration::from_secs(120));
+        let config =
+            Config::from_yaml(&format!("{MINIMAL}timeouts: {{push: 90s, post: 5s}}\n")).unwrap();
+        assert_eq!(config.timeouts.push, Duration::from_secs(90));
+        assert_eq!(config.timeouts.post, Duration::from_secs(5));
+        for (text, expected) in [
+            (
+                "timeouts: {push: 2d}\n",
+                "config: timeouts.push: \"2d\" is longer than the maximum 24h",
+            ),
+            ("timeouts: {push: 0s}\n", "config: timeouts.push"),
+        ] {
+            let error = Config::from_yaml(&format!("{MINIMAL}{text}")).unwrap_err();
+            assert!(error.to_string().starts_with(expected), "{error}");
+        }
     }
 
     #[test]

@@ -237,6 +237,9 @@ pub fn run_live(
             auth: settings.loki_auth.clone(),
         }),
         http,
+        pusher: None,
+        push_timeout: config.timeouts.push,
+        push_deadline: None,
     };
     let reader = Reader {
         config,
@@ -358,13 +361,9 @@ impl Reader<'_> {
         };
         match (&self.options.snapshot, self.source) {
             (Some(path), _) => {
-                let state = cluster_projection::read_snapshot(path)
+                let (state, pages) = cluster_projection::open_snapshot(path, &spec)
                     .map_err(|e| format!("failed to read the snapshot: {}", error_text(&e)))?;
-                let mut state = state
-                    .restrict_to(&spec)
-                    .map_err(|e| format!("snapshot {}: {}", path.display(), error_text(&e)))?;
-                let held = std::mem::take(&mut state.workloads);
-                Ok((state, Workloads::held(held)))
+                Ok((state, Workloads::snapshot(pages)))
             }
             (None, None) => Err("no cluster source and no snapshot".to_string()),
             (None, Some(source)) => {
@@ -469,8 +468,8 @@ impl Reader<'_> {
 }
 
 /// The workloads of a run, given a page at a time: listed from the cluster by a task that
-/// keeps a few pages ahead of the engine (so reading and reviewing overlap), or taken from a
-/// snapshot read whole.
+/// keeps a few pages ahead of the engine (so reading and reviewing overlap), or read again from
+/// a snapshot by a thread that does the same (`cluster_projection::open_snapshot`).
 struct Workloads {
     source: WorkloadSource,
     /// How many workloads were given so far.
@@ -482,7 +481,7 @@ type Page = Result<Vec<cluster_projection::Workload>, String>;
 
 enum WorkloadSource {
     Live(tokio::sync::mpsc::Receiver<Page>),
-    Held(std::vec::IntoIter<cluster_projection::Workload>),
+    Snapshot(cluster_projection::SnapshotWorkloads),
 }
 
 /// How many list pages the reading task may be ahead of the engine.
@@ -516,9 +515,9 @@ impl Workloads {
         }
     }
 
-    fn held(workloads: Vec<cluster_projection::Workload>) -> Workloads {
+    fn snapshot(pages: cluster_projection::SnapshotWorkloads) -> Workloads {
         Workloads {
-            source: WorkloadSource::Held(workloads.into_iter()),
+            source: WorkloadSource::Snapshot(pages),
             given: 0,
         }
     }
@@ -532,10 +531,9 @@ impl Workloads {
     ) -> Result<Option<Vec<cluster_projection::Workload>>, String> {
         let page = match &mut self.source {
             WorkloadSource::Live(receiver) => runtime.block_on(receiver.recv()).transpose()?,
-            WorkloadSource::Held(held) => {
-                let page: Vec<_> = held.by_ref().take(HELD_PAGE).collect();
-                (!page.is_empty()).then_some(page)
-            }
+            WorkloadSource::Snapshot(pages) => pages
+                .next_page()
+                .map_err(|e| format!("failed to read the snapshot: {}", error_text(&e)))?,
         };
         if let (Some(page), Some(writer)) = (&page, snapshot) {
             for workload in page {
@@ -548,9 +546,6 @@ impl Workloads {
         Ok(page)
     }
 }
-
-/// How many workloads of a snapshot are given at a time (a live read gives list pages).
-const HELD_PAGE: usize = 500;
 
 /// Reads what the config selects from the snapshot of `options`, or else from `source`; every
 /// error is a reason text.
@@ -626,6 +621,12 @@ struct LiveDelivery<'a> {
     poster: SlackPoster,
     loki: Option<LokiEndpoint>,
     http: HttpOptions,
+    /// The client of the run's pushes, made at the first.
+    pusher: Option<LokiClient>,
+    /// `timeouts.push`: how long all the run's pushes may take together.
+    push_timeout: std::time::Duration,
+    /// When the pushes must be done by, from the first push on.
+    push_deadline: Option<tokio::time::Instant>,
 }
 
 impl Delivery for LiveDelivery<'_> {
@@ -638,12 +639,22 @@ impl Delivery for LiveDelivery<'_> {
         self.runtime.block_on(self.poster.post(webhook, message))
     }
 
+    /// Pushes within `timeouts.push` for all the run's pushes together, waiting while Loki
+    /// refuses them for its rate limit.
     fn push(&mut self, push: &LokiPush) -> Result<(), SendError> {
         let Some(config) = &self.loki else {
             return Ok(());
         };
-        let client = LokiClient::new(config, &self.http)?;
-        self.runtime.block_on(client.push(push))
+        let client = match &self.pusher {
+            Some(client) => client,
+            None => self.pusher.insert(LokiClient::new(config, &self.http)?),
+        };
+        let timeout = self.push_timeout;
+        let deadline = *self.push_deadline.get_or_insert_with(|| {
+            let now = tokio::time::Instant::now();
+            now.checked_add(timeout).unwrap_or(now)
+        });
+        self.runtime.block_on(client.push_until(push, deadline))
     }
 
     /// Reads with the query's timeout per request (the read as a whole has it too).
@@ -686,7 +697,7 @@ pub fn write_out(dir: &Path, output: &RunOutput, default_team: &str) -> Result<(
             problems.to_json(),
         )?;
     }
-    replace_file(&dir.join("loki.json"), output.loki.to_json())?;
+    replace_file(&dir.join("loki.json"), output.loki_push().to_json())?;
     Ok(())
 }
 

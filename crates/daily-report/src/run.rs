@@ -104,8 +104,8 @@ pub struct RunOutput {
     pub digests: Vec<TeamDigest>,
     /// The problems message for the default team, when the run was not ok or a policy erred.
     pub problems: Option<SlackMessage>,
-    /// The Loki push as sent (or as it would be sent when no Loki URL is configured).
-    pub loki: LokiPush,
+    /// The Loki `job` label of the run's lines (see [`RunOutput::loki_push`]).
+    pub loki_job: String,
     /// Log lines (already free of secrets), in order.
     pub log: Vec<String>,
 }
@@ -119,11 +119,22 @@ impl RunOutput {
         }
     }
 
+    /// Every Loki line of the run in one push body (what `--out` writes as `loki.json`),
+    /// rendered again from the report: the lines pushed (a large run's in several pushes), or
+    /// those that would be when no Loki URL is configured. Its run line is the run's final one.
+    pub fn loki_push(&self) -> LokiPush {
+        LokiSink::new(self.loki_job.clone()).render(&self.report)
+    }
+
     /// The run line as one line of JSON.
     pub fn run_line(&self) -> String {
         serde_json::to_string(&self.report.run).expect("the run summary serializes")
     }
 }
+
+/// The size of one Loki push, in bytes of lines (see `Run::push_lines`): well below Loki's
+/// default burst of 6 MiB per tenant.
+pub const LOKI_PUSH_BYTES: usize = 1 << 20;
 
 /// The run id of a run started at `started_at`: its UTC time, `YYYYMMDDTHHMMSSZ`.
 pub fn run_id(started_at: Timestamp) -> String {
@@ -325,12 +336,11 @@ impl<'a> Run<'a> {
         self.outcome.record(&mut report);
         report.run.posted = self.posted.iter().cloned().collect();
         report.run.finished_at = now().max(self.started_at);
-        let loki = LokiSink::new(self.config.loki.job.clone()).render(&report);
-        self.push(&loki, delivery);
+        self.push_lines(&mut report, delivery);
         self.outcome.record(&mut report);
         let problems = self.send_problems(&report, &options, delivery);
         self.outcome.record(&mut report);
-        self.output(report, digests, problems, loki)
+        self.output(report, digests, problems)
     }
 
     /// A panic after collecting: the run is skipped, and its run line is still pushed.
@@ -348,18 +358,12 @@ impl<'a> Run<'a> {
         self.outcome.record(&mut report);
         report.run.posted = self.posted.iter().cloned().collect();
         report.run.finished_at = now().max(self.started_at);
-        let job = self.config.loki.job.clone();
-        let loki = catch_unwind(AssertUnwindSafe(|| LokiSink::new(job).render(&report))).unwrap_or(
-            LokiPush {
-                streams: Vec::new(),
-            },
-        );
-        if catch_unwind(AssertUnwindSafe(|| self.push(&loki, delivery))).is_err() {
+        if catch_unwind(AssertUnwindSafe(|| self.push_lines(&mut report, delivery))).is_err() {
             self.log
                 .push("loki: the push panicked, nothing pushed".to_string());
         }
         self.outcome.record(&mut report);
-        self.output(report, Vec::new(), None, loki)
+        self.output(report, Vec::new(), None)
     }
 
     fn output(
@@ -367,13 +371,12 @@ impl<'a> Run<'a> {
         report: Report,
         digests: Vec<TeamDigest>,
         problems: Option<SlackMessage>,
-        loki: LokiPush,
     ) -> RunOutput {
         RunOutput {
             report,
             digests,
             problems,
-            loki,
+            loki_job: self.config.loki.job.clone(),
             log: self.log.iter().map(|line| self.scrub(line)).collect(),
         }
     }
@@ -581,19 +584,60 @@ impl<'a> Run<'a> {
     }
 
     /// Pushes the run's lines to Loki when a URL is configured; a failure degrades the run.
-    fn push(&mut self, loki: &LokiPush, delivery: &mut dyn Delivery) {
+    ///
+    /// A run whose lines fit in one push of [`LOKI_PUSH_BYTES`] is pushed at once, run line
+    /// first. A larger one is pushed in batches of that size (Loki's default limits refuse a
+    /// push over 6 MiB; the delivery paces them), and its run line last, once the batches are
+    /// in: the run line then says whether they got there, and a run line in Loki always speaks
+    /// of lines that are there. A failed batch ends the batches; the run line is pushed all the
+    /// same. The lines are rendered a batch at a time, never all at once.
+    fn push_lines(&mut self, report: &mut Report, delivery: &mut dyn Delivery) {
         if self.settings.loki_url.is_none() {
             self.log
                 .push("loki: no URL configured (loki.url or LOKI_URL), nothing pushed".into());
             return;
         }
-        match delivery.push(loki) {
-            Ok(()) => self
-                .log
-                .push(format!("loki: pushed {} lines", loki.line_count())),
-            Err(error) => {
+        let sink = LokiSink::new(self.config.loki.job.clone());
+        let mut batches = sink.batches(report, LOKI_PUSH_BYTES);
+        let first = batches.next();
+        let Some(second) = batches.next() else {
+            let mut push = sink.run_push(report);
+            if let Some(first) = first {
+                push.append(first);
+            }
+            if let Err(error) = delivery.push(&push) {
                 let error = self.scrub(&error.to_string());
                 self.outcome.degrade(format!("loki push failed: {error}"));
+                return;
+            }
+            self.log
+                .push(format!("loki: pushed {} lines", push.line_count()));
+            return;
+        };
+        let (mut lines, mut pushes) = (0, 0);
+        for batch in first.into_iter().chain([second]).chain(&mut batches) {
+            if let Err(error) = delivery.push(&batch) {
+                let error = self.scrub(&error.to_string());
+                self.outcome.degrade(format!(
+                    "loki push failed: {error} (after {lines} lines in {pushes} pushes; the run's other lines were not pushed)"
+                ));
+                break;
+            }
+            lines += batch.line_count();
+            pushes += 1;
+        }
+        drop(batches);
+        self.outcome.record(report);
+        match delivery.push(&sink.run_push(report)) {
+            Ok(()) => self.log.push(format!(
+                "loki: pushed {} lines in {} pushes",
+                lines + 1,
+                pushes + 1
+            )),
+            Err(error) => {
+                let error = self.scrub(&error.to_string());
+                self.outcome
+                    .degrade(format!("loki push failed: {error} (the run line)"));
             }
         }
     }

@@ -35,8 +35,8 @@ pub mod slack;
 pub use http::{HttpOptions, SendError};
 pub use https_client::{ExtraCa, TrustRoots};
 pub use loki::{
-    HistoryError, HistoryLimits, HistoryQuery, LokiAuth, LokiClient, LokiEndpoint, LokiPush,
-    LokiSink, PreviousRun, PreviousViolation,
+    HistoryError, HistoryLimits, HistoryQuery, LokiAuth, LokiBatches, LokiClient, LokiEndpoint,
+    LokiPush, LokiSink, PreviousRun, PreviousViolation,
 };
 pub use model::{
     AuditCheck, FixedWorkload, History, NamespaceReport, ObjectName, PolicyError, PreviousRunRef,

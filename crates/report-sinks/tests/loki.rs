@@ -308,3 +308,60 @@ fn policy_errors_are_counted_apart_and_never_violation_lines() {
     );
     assert!(lines("3d", "violation").is_empty());
 }
+
+/// `push_until` with a deadline `secs` from now.
+async fn push_until(loki: &LokiServer, secs: u64) -> Result<(), SendError> {
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(secs);
+    client(loki, None)
+        .push_until(&LokiSink::new("job").render(&common::report()), deadline)
+        .await
+}
+
+#[tokio::test]
+async fn push_until_waits_out_rate_limits_and_unavailability_then_delivers() {
+    let loki = LokiServer::start();
+    loki.reply(vec![
+        SinkReply::Status(429),
+        SinkReply::Status(503),
+        SinkReply::Ok,
+    ]);
+    push_until(&loki, 30).await.unwrap();
+    let pushes = loki.pushes();
+    assert_eq!(pushes.len(), 3, "two refusals, then the push");
+    assert!(
+        pushes.iter().all(|body| *body == pushes[0]),
+        "the same body each time"
+    );
+}
+
+#[tokio::test]
+async fn push_until_gives_up_when_the_wait_would_pass_the_deadline() {
+    let loki = LokiServer::start();
+    loki.reply(vec![SinkReply::RateLimited {
+        retry_after_secs: 5,
+    }]);
+    let error = push_until(&loki, 2).await.unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "server answered HTTP 429 (rate limited, Retry-After 5s)"
+    );
+    assert_eq!(
+        loki.pushes().len(),
+        1,
+        "no try that would end past the deadline"
+    );
+}
+
+#[tokio::test]
+async fn push_until_does_not_try_again_after_other_failures() {
+    for status in [400, 500] {
+        let loki = LokiServer::start();
+        loki.reply(vec![SinkReply::Status(status)]);
+        let error = push_until(&loki, 30).await.unwrap_err();
+        assert_eq!(
+            error.to_string(),
+            format!("server answered HTTP {status}: fake error {status}")
+        );
+        assert_eq!(loki.pushes().len(), 1);
+    }
+}

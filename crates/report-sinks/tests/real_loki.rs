@@ -209,3 +209,63 @@ async fn real_loki_gives_back_the_previous_run_with_every_violation_paged() {
         .unwrap();
     assert_eq!(elsewhere, None);
 }
+
+/// The sample report with `count` more violations of one rule for raster, each message
+/// `message_len` long: about `count × (message_len + 250)` bytes of lines.
+fn bulk_report(count: usize, message_len: usize) -> report_sinks::Report {
+    let mut report = common::report();
+    let message = "m".repeat(message_len);
+    let workloads = (0..count)
+        .map(|i| common::workload("Deployment", &format!("app-{i:06}"), "missing", &message))
+        .collect();
+    report.teams.get_mut("raster").unwrap().namespaces.insert(
+        "raster-bulk".to_string(),
+        common::namespace(vec![("K8sRequiredLabels", workloads)], count),
+    );
+    report
+}
+
+#[tokio::test]
+async fn real_loki_takes_a_large_run_in_paced_batches_that_it_refuses_as_one_push() {
+    let Some(loki) =
+        start("real_loki_takes_a_large_run_in_paced_batches_that_it_refuses_as_one_push")
+    else {
+        return;
+    };
+    let report = bulk_report(30_000, 300);
+    let sink = LokiSink::new(JOB);
+    let client = client(loki.url(), Some("bulk"), None);
+
+    // Loki's default limits (4 MiB/s, bursts of 6 MiB per tenant) refuse the run as one push.
+    let whole = sink.render(&report);
+    let refused = client.push(&whole).await.unwrap_err();
+    assert!(refused.to_string().contains("HTTP 429"), "{refused}");
+
+    // In batches of 1 MiB, each tried again while Loki's rate limit refuses it, it all gets in.
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(120);
+    let mut pushes = 0;
+    for batch in sink.batches(&report, 1 << 20) {
+        client.push_until(&batch, deadline).await.expect("a batch");
+        pushes += 1;
+    }
+    client
+        .push_until(&sink.run_push(&report), deadline)
+        .await
+        .expect("the run line");
+    assert!(pushes > 6, "{pushes} batches");
+    let finished = report.run.finished_at.as_nanosecond();
+    let counted = loki.query(
+        "bulk",
+        &format!("sum(count_over_time({{job=\"{JOB}\", type=\"violation\"}}[5m]))"),
+        finished + 60_000_000_000,
+    );
+    let stored: usize = counted[0]["value"][1].as_str().unwrap().parse().unwrap();
+    let violations: usize = whole
+        .streams
+        .iter()
+        .filter(|s| s.stream["type"] == "violation")
+        .map(|s| s.values.len())
+        .sum();
+    assert!(violations > 30_000);
+    assert_eq!(stored, violations, "every violation line got in");
+}

@@ -779,7 +779,7 @@ fn minimal_release_gets_the_documented_defaults() {
             "postOnlyOnChange": false,
             "loki": {"job": "gatekeeper-workload-report", "lookback": "14d"}, "engine": "embedded",
             "audit": {"freshAfter": "10m", "tolerance": {"absolute": 5, "relative": 0.1}},
-            "timeouts": {"api": "30s", "post": "10s", "engine": "10m", "query": "30s"}
+            "timeouts": {"api": "30s", "post": "10s", "engine": "10m", "query": "30s", "push": "2m"}
         }),
     );
     c.check(

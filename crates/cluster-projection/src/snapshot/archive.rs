@@ -8,12 +8,15 @@ use std::rc::Rc;
 
 use flate2::read::GzDecoder;
 
-use super::{SnapshotError, SnapshotLimits, add_text, is_object_file, printable};
-use crate::model::ClusterState;
+use super::{
+    ObjectSink, SnapshotError, SnapshotLimits, add_json_from_reader, add_text, is_json,
+    is_object_file, printable,
+};
 
-/// Reads every object file of the `.tar.gz` at `path` into `state`.
+/// Reads every object file of the `.tar.gz` at `path` into `sink`: JSON members parsed as they
+/// are decompressed, YAML members read whole first.
 pub(super) fn read_tarball(
-    state: &mut ClusterState,
+    sink: &mut dyn ObjectSink,
     path: &Path,
     limits: &SnapshotLimits,
 ) -> Result<(), SnapshotError> {
@@ -37,6 +40,11 @@ pub(super) fn read_tarball(
             continue;
         }
         let location = printable(&format!("{}:{}", path.display(), member.display()));
+        if is_json(&member) {
+            let io_failure = |error| watch.failure(path, limits, &error);
+            add_json_from_reader(sink, &location, &mut entry, limits.per_file, io_failure)?;
+            continue;
+        }
         let bytes = bounded_input::read_capped(&mut entry, limits.per_file, &location).map_err(
             |e| match e.kind {
                 bounded_input::ReadErrorKind::Io(io) => watch.failure(path, limits, &io),
@@ -49,7 +57,7 @@ pub(super) fn read_tarball(
                 bounded_input::ReadErrorKind::NotUtf8,
             ))
         })?;
-        add_text(state, &location, &member, &text)?;
+        add_text(sink, &location, &member, &text)?;
     }
     Ok(())
 }

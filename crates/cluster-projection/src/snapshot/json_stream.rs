@@ -1,7 +1,8 @@
 //! A JSON snapshot file read one object at a time: a stream of JSON documents whose lists
 //! (`kind: List` or `<Kind>List` with an `items` array) hand out their items as they are parsed,
 //! so a saved snapshot's `workloads.json` — one list of every workload — is never held as one
-//! parsed value (several times its text).
+//! parsed value (several times its text), nor, when parsed from its file or tarball member as it
+//! is read, as text.
 //!
 //! Items are typed from their list as [`super::expand`] types them, which needs the list's `kind`
 //! before its `items`; a list written the other way round (rare; never by `save_snapshot`) is
@@ -16,14 +17,13 @@ use serde_json::{Map, Value};
 
 use crate::model::normalize;
 
-/// Hands every object of the JSON stream `text` to `each` with its 1-based document number.
-/// Parsing stops at the first error of `each` (returned as `Err(Ok(..))`) or of the JSON
-/// (`Err(Err(..))`).
-pub(super) fn for_each_object<E>(
-    text: &str,
+/// Hands every object of the JSON stream `deserializer` reads (text, or a reader parsed as it is
+/// read) to `each` with its 1-based document number. Parsing stops at the first error of `each`
+/// (returned as `Err(Ok(..))`) or of the JSON (`Err(Err(..))`).
+pub(super) fn for_each_object<'de, R: serde_json::de::Read<'de>, E>(
+    deserializer: &mut serde_json::Deserializer<R>,
     each: &mut dyn FnMut(usize, Value) -> Result<(), E>,
 ) -> Result<(), Result<E, serde_json::Error>> {
-    let mut deserializer = serde_json::Deserializer::from_str(text);
     let mut failure: Option<E> = None;
     let mut document = 0;
     while deserializer.end().is_err() {
@@ -35,7 +35,7 @@ pub(super) fn for_each_object<E>(
                 false
             }
         };
-        let parsed = DocumentSeed { hand: &mut hand }.deserialize(&mut deserializer);
+        let parsed = DocumentSeed { hand: &mut hand }.deserialize(&mut *deserializer);
         if let Some(error) = failure.take() {
             return Err(Ok(error));
         }

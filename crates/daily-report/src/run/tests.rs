@@ -49,6 +49,8 @@ struct Recorder {
     pushes: Vec<LokiPush>,
     slack_errors: BTreeMap<String, SendError>,
     loki_error: Option<SendError>,
+    /// Pushes that fail, by their 0-based number (besides every push with `loki_error`).
+    failing_pushes: BTreeMap<usize, SendError>,
     /// A team whose post panics (quoting its webhook).
     panic_on: Option<&'static str>,
     /// What reading the previous run gives (`Ok(None)`, a first run, by default).
@@ -78,6 +80,9 @@ impl Delivery for Recorder {
 
     fn push(&mut self, push: &LokiPush) -> Result<(), SendError> {
         self.pushes.push(push.clone());
+        if let Some(error) = self.failing_pushes.get(&(self.pushes.len() - 1)) {
+            return Err(error.clone());
+        }
         match &self.loki_error {
             Some(error) => Err(error.clone()),
             None => Ok(()),
@@ -152,7 +157,7 @@ fn everything(out: &RunOutput, delivery: &Recorder) -> String {
     let mut text = format!(
         "{}\n{}\n{:?}\n",
         out.run_line(),
-        out.loki.to_json(),
+        out.loki_push().to_json(),
         out.log
     );
     for (team, message) in &delivery.posts {
@@ -339,6 +344,142 @@ fn failed_loki_push_is_partial_and_says_so() {
     let (team, message) = delivery.posts.last().unwrap();
     assert_eq!(team, "infra");
     assert!(message.text.contains("loki push failed"));
+}
+
+/// A run of `violations` findings in one namespace, each message `message_len` long: about
+/// `violations × (message_len + 250)` bytes of Loki lines.
+fn large_collected(violations: usize, message_len: usize) -> Collected {
+    let message = "m".repeat(message_len);
+    Collected {
+        results: (0..violations)
+            .map(|i| {
+                result(
+                    "K8sRequiredLabels",
+                    "labels",
+                    "Deployment",
+                    "dem-dev",
+                    &format!("app-{i:05}"),
+                    &message,
+                )
+            })
+            .collect(),
+        ..collected()
+    }
+}
+
+/// The (timestamp, type) of every line of `push`, in timestamp order.
+fn stamped_types(push: &LokiPush) -> Vec<(i128, String)> {
+    let mut lines: Vec<(i128, String)> = push
+        .streams
+        .iter()
+        .flat_map(|s| {
+            s.values
+                .iter()
+                .map(|[ts, _]| (ts.parse().unwrap(), s.stream["type"].clone()))
+        })
+        .collect();
+    lines.sort();
+    lines
+}
+
+/// Runs `collected` with every team's webhook set, through `delivery`.
+fn run_hooked(collected: Collected, mut delivery: Recorder) -> (RunOutput, Recorder) {
+    let config = config();
+    let settings = settings_with_all_hooks(&config);
+    let out = run_with(&config, &settings, || Ok(collected.clone()), &mut delivery);
+    (out, delivery)
+}
+
+#[test]
+fn a_large_run_is_pushed_in_batches_and_its_run_line_last() {
+    let (out, delivery) = run_hooked(large_collected(6_000, 300), Recorder::default());
+    assert_eq!(
+        out.report.run.status,
+        RunStatus::Ok,
+        "{}",
+        out.report.run.reason
+    );
+    let pushes = &delivery.pushes;
+    assert!(pushes.len() >= 4, "{} pushes", pushes.len());
+    let (run_push, batches) = pushes.split_last().unwrap();
+    assert_eq!(stamped_types(run_push).len(), 1);
+    assert_eq!(stamped_types(run_push)[0].1, "run");
+    let mut previous_ts = stamped_types(run_push)[0].0;
+    for batch in batches {
+        let bytes: usize = batch
+            .streams
+            .iter()
+            .flat_map(|s| s.values.iter().map(|[_, line]| line.len()))
+            .sum();
+        assert!(bytes < LOKI_PUSH_BYTES + 2_000, "a batch of {bytes} bytes");
+        for (ts, kind) in stamped_types(batch) {
+            assert_ne!(kind, "run");
+            assert!(ts > previous_ts, "timestamps increase across batches");
+            previous_ts = ts;
+        }
+    }
+    // Together the pushes are exactly the run's lines, as `--out` writes them.
+    let mut merged = run_push.clone();
+    for batch in batches {
+        merged.append(batch.clone());
+    }
+    assert_eq!(merged, out.loki_push());
+    assert_eq!(
+        merged.line_count(),
+        6_000 + 1 + 4 + 1,
+        "the violations, their summary, the 4 teams' totals, the run line"
+    );
+    assert!(
+        out.log.contains(&format!(
+            "loki: pushed {} lines in {} pushes",
+            merged.line_count(),
+            pushes.len()
+        )),
+        "{:?}",
+        out.log
+    );
+}
+
+#[test]
+fn a_failed_batch_ends_the_batches_and_the_run_line_pushed_last_says_so() {
+    let failing = Recorder {
+        failing_pushes: BTreeMap::from([(
+            1,
+            SendError::RateLimited {
+                retry_after_secs: None,
+                retried: false,
+            },
+        )]),
+        ..Recorder::default()
+    };
+    let (out, delivery) = run_hooked(large_collected(6_000, 300), failing);
+    assert_eq!(out.report.run.status, RunStatus::Partial);
+    let first_batch = delivery.pushes[0].line_count();
+    assert_eq!(
+        out.report.run.reason,
+        format!(
+            "loki push failed: server answered HTTP 429 (rate limited) (after {first_batch} lines in 1 pushes; the run's other lines were not pushed)"
+        )
+    );
+    assert_eq!(
+        delivery.pushes.len(),
+        3,
+        "a batch, the failed batch, the run line"
+    );
+    let run_line: serde_json::Value =
+        serde_json::from_str(&delivery.pushes[2].streams[0].values[0][1]).unwrap();
+    assert_eq!(run_line["type"], "run");
+    assert_eq!(run_line["status"], "partial");
+    assert_eq!(run_line["reason"], out.report.run.reason.as_str());
+}
+
+#[test]
+fn a_small_run_is_one_push_with_its_run_line_first() {
+    let (out, delivery) = run_hooked(collected(), Recorder::default());
+    assert_eq!(delivery.pushes.len(), 1);
+    let lines = stamped_types(&delivery.pushes[0]);
+    assert_eq!(lines[0].1, "run");
+    assert_eq!(delivery.pushes[0], out.loki_push());
 }
 
 #[test]
@@ -749,7 +890,7 @@ fn digest_text(delivery: &Recorder, team: &str) -> String {
 
 /// The Loki lines of `line_type` as JSON.
 fn loki_lines(out: &RunOutput, line_type: &str) -> Vec<serde_json::Value> {
-    out.loki
+    out.loki_push()
         .streams
         .iter()
         .filter(|s| s.stream["type"] == line_type)

@@ -1,6 +1,8 @@
 //! The client of one Loki: where and as whom (URL, tenant, credentials), pushing a report's lines
 //! and reading lines back with `query_range`, both through the sinks' one HTTP client.
 
+use std::time::Duration;
+
 use base64::Engine as _;
 use bytes::Bytes;
 use http::{HeaderName, HeaderValue, StatusCode, Uri};
@@ -136,6 +138,41 @@ impl LokiClient {
         Err(not_success(&answer, &secrets))
     }
 
+    /// [`LokiClient::push`], again while Loki answers that it is too busy for now (429, its
+    /// ingestion rate limit, or 503) and the wait before the next try ends before `deadline`:
+    /// after `Retry-After` when Loki sends one, else after 250 ms, doubling up to 8 s. Loki's
+    /// default limits (4 MiB/s, bursts of 6 MiB per tenant) refuse a large run's lines unless
+    /// they come in batches and are paced like this. Any other answer ends at once.
+    pub async fn push_until(
+        &self,
+        payload: &LokiPush,
+        deadline: tokio::time::Instant,
+    ) -> Result<(), SendError> {
+        let mut backoff = FIRST_BACKOFF;
+        loop {
+            let error = match self.push(payload).await {
+                Ok(()) => return Ok(()),
+                Err(error) => error,
+            };
+            let wait = match &error {
+                SendError::RateLimited {
+                    retry_after_secs: Some(secs),
+                    ..
+                } => Duration::from_secs(*secs),
+                SendError::RateLimited { .. } | SendError::Status { status: 503, .. } => backoff,
+                _ => return Err(error),
+            };
+            if tokio::time::Instant::now()
+                .checked_add(wait)
+                .is_none_or(|resume| resume >= deadline)
+            {
+                return Err(error);
+            }
+            tokio::time::sleep(wait).await;
+            backoff = backoff.saturating_mul(2).min(MAX_BACKOFF);
+        }
+    }
+
     /// Runs one `query_range` of a log query and returns its lines, reading at most `max_body`
     /// bytes of the answer.
     pub async fn query_range(
@@ -161,6 +198,11 @@ impl LokiClient {
         Ok(parse_streams(&answer.body)?)
     }
 }
+
+/// The first wait of [`LokiClient::push_until`] when Loki gives no `Retry-After`.
+const FIRST_BACKOFF: Duration = Duration::from_millis(250);
+/// The longest wait between two tries of one push (without `Retry-After`).
+const MAX_BACKOFF: Duration = Duration::from_secs(8);
 
 /// Why a `query_range` gave no lines: the request failed, or the answer is no log answer.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

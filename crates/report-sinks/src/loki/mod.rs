@@ -12,7 +12,7 @@ pub mod query;
 
 pub use client::{LokiAuth, LokiClient, LokiEndpoint, QueryError};
 pub use history::{HistoryError, HistoryLimits, HistoryQuery, PreviousRun, PreviousViolation};
-pub use lines::{LokiPush, LokiSink, LokiStream};
+pub use lines::{LokiBatches, LokiPush, LokiSink, LokiStream};
 
 /// The `team` label of the `run` and `policy_error` lines (which belong to no team).
 pub const RUN_TEAM: &str = "_run";
