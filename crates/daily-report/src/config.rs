@@ -10,7 +10,7 @@
 //! Sections owned by other crates are deserialized as those crates define them and checked by
 //! their rules: `engine` and `gator` are `gator_runner`'s [`EngineKind`] and [`GatorConfig`] (the
 //! pin's rules live there), `workloadKinds` are `cluster_projection`'s [`WorkloadKind`]s, routes
-//! are `team_routing`'s. Validation runs one section at a time ([`Config::validate`]).
+//! are `team_routing`'s. Validation runs one section at a time (`Config::validate`).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;

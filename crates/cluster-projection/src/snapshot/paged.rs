@@ -77,14 +77,11 @@ impl ObjectSink for PolicySide {
             name,
             ..
         } = workload;
-        if self.duplicate.is_none()
-            && self
-                .workloads
-                .contains(&(namespace.clone(), kind, name.clone()))
-        {
+        let first = self
+            .workloads
+            .insert((namespace.clone(), kind, name.clone()));
+        if !first && self.duplicate.is_none() {
             self.duplicate = Some((kind, namespace, name));
-        } else {
-            self.workloads.insert((namespace, kind, name));
         }
         Ok(())
     }
@@ -150,6 +147,7 @@ fn read_pages(
         kinds,
         page: Vec::with_capacity(PAGE),
         sender,
+        path: path.to_path_buf(),
     };
     let read = catch_unwind(AssertUnwindSafe(|| read_into(&mut pages, path, limits)));
     let ended = match read {
@@ -170,6 +168,7 @@ struct PageSender {
     kinds: Vec<WorkloadKind>,
     page: Vec<Workload>,
     sender: SyncSender<Message>,
+    path: PathBuf,
 }
 
 /// The run stopped taking pages.
@@ -202,7 +201,7 @@ impl ObjectSink for PageSender {
         // the read and is never shown.
         self.send_page()
             .map_err(|Closed| SnapshotError::Interrupted {
-                path: PathBuf::new(),
+                path: self.path.clone(),
             })
     }
 }
