@@ -28,37 +28,9 @@ fn real_gator_reports_like_the_embedded_engine_alone_and_in_both_mode() {
     let binary = gator.bin("gator");
     let embedded_out = dir.path().join("embedded");
     dry_run(&config, &snapshot, &embedded_out, &[]).expect_code(0);
-    let mut expected = normalized_out(&embedded_out);
+    let expected = normalized_out(&embedded_out);
 
-    for engine in ["both", "gator"] {
-        let out = dir.path().join(engine);
-        let work = dir.path().join(format!("work-{engine}"));
-        let outcome = dry_run(
-            &config,
-            &snapshot,
-            &out,
-            &[
-                "--engine",
-                engine,
-                "--gator",
-                binary.to_str().unwrap(),
-                "--work",
-                work.to_str().unwrap(),
-            ],
-        );
-        outcome.expect_code(0);
-        if engine == "both" {
-            assert!(
-                outcome
-                    .stderr
-                    .contains("engines agree: embedded and gator gave the same results"),
-                "{}",
-                outcome.stderr
-            );
-        }
-        set_engine(&mut expected, engine);
-        assert_eq!(normalized_out(&out), expected, "engine {engine}");
-    }
+    assert_gator_engines_report(dir.path(), &config, &snapshot, &binary, expected);
 }
 
 /// The demo snapshot plus two CEL templates with a Constraint each on Deployments: the
@@ -107,7 +79,7 @@ fn real_gator_reports_cel_templates_like_the_embedded_engine() {
     let binary = gator.bin("gator");
     let embedded_out = dir.path().join("embedded");
     dry_run(&config, &snapshot, &embedded_out, &[]).expect_code(0);
-    let mut expected = normalized_out(&embedded_out);
+    let expected = normalized_out(&embedded_out);
     // 12 Deployments: three outside 2..=5 (violations), every one an evaluation error of the
     // CEL-only template (a policy error, not a violation).
     let run_line = expected["loki.json"]["streams"]
@@ -123,12 +95,25 @@ fn real_gator_reports_cel_templates_like_the_embedded_engine() {
         run_line["auditCheck"]["K8sImageTagged"], "skipped",
         "{run_line}"
     );
+    assert_gator_engines_report(dir.path(), &config, &snapshot, &binary, expected);
+}
+
+/// Runs `snapshot` with `--engine both` and `--engine gator` (the real gator at `binary`, work
+/// dirs under `dir`) and requires each output to be `expected`, the embedded engine's, but for
+/// the engine named; `both` must also say the engines agree.
+fn assert_gator_engines_report(
+    dir: &Path,
+    config: &Path,
+    snapshot: &[&str],
+    binary: &Path,
+    mut expected: std::collections::BTreeMap<String, Value>,
+) {
     for engine in ["both", "gator"] {
-        let out = dir.path().join(engine);
-        let work = dir.path().join(format!("work-{engine}"));
+        let out = dir.join(engine);
+        let work = dir.join(format!("work-{engine}"));
         let outcome = dry_run(
-            &config,
-            &snapshot,
+            config,
+            snapshot,
             &out,
             &[
                 "--engine",

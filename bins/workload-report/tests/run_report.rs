@@ -101,7 +101,7 @@ fn write_config(dir: &Path, loki: Option<&str>, extra: &str) -> PathBuf {
             "loki:\n  url: {url}\n  job: gatekeeper-workload-report\n  tenant: demo\n"
         ));
     }
-    text.push_str("timeouts:\n  api: 2s\n  post: 2s\n  engine: 60s\n");
+    text.push_str("timeouts:\n  api: 2s\n  post: 2s\n  engine: 60s\n  push: 3s\n");
     text.push_str(extra);
     let path = dir.join("config.yaml");
     std::fs::write(&path, text).unwrap();
@@ -572,20 +572,25 @@ fn live_slack_failures_are_partial_and_never_leak_the_webhook() {
 
 #[test]
 fn live_loki_failures_are_partial() {
+    // Loki too busy (429, 503) is tried again until `timeouts.push` (3 s here) runs out; any
+    // other failure ends the push at once.
     let cases = [
-        (SinkReply::Status(400), "HTTP 400"),
+        (SinkReply::Status(400), "HTTP 400", false),
         (
             SinkReply::RateLimited {
                 retry_after_secs: 1,
             },
             "HTTP 429",
+            true,
         ),
-        (SinkReply::Redirect, "HTTP 302"),
+        (SinkReply::Status(503), "HTTP 503", true),
+        (SinkReply::Redirect, "HTTP 302", false),
     ];
-    for (reply, reason) in cases {
+    for (reply, reason, tried_again) in cases {
         let live = Live::start();
         live.loki.reply(vec![reply.clone()]);
         let outcome = live.run("", &[], &live.all_hooks());
+        assert_eq!(live.loki.pushes().len() > 1, tried_again, "{reply:?}");
         assert_eq!(outcome.code, 1, "{reply:?}");
         let line = outcome.run_line();
         assert_eq!(line["status"], "partial", "{reply:?}");

@@ -179,6 +179,44 @@ fn files_in_a_snapshot_dir_share_a_total_cap() {
 }
 
 #[test]
+fn json_files_parsed_as_they_are_read_keep_the_per_file_and_total_caps() {
+    let limits = SnapshotLimits {
+        per_file: 1024,
+        total: 1500,
+        ..SnapshotLimits::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["a.json", "b.json", "c.json"] {
+        std::fs::write(
+            dir.path().join(name),
+            format!("{}{{\"kind\": \"List\", \"items\": []}}", " ".repeat(600)),
+        )
+        .unwrap();
+    }
+    let error = read_snapshot_with(dir.path(), &limits).unwrap_err();
+    assert_eq!(
+        chain(&error),
+        format!(
+            "{}: inputs together are larger than the 1.5 KiB total cap",
+            dir.path().join("c.json").display()
+        )
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let big = dir.path().join("big.json");
+    std::fs::write(
+        &big,
+        format!("{}{{\"kind\": \"List\", \"items\": []}}", " ".repeat(2000)),
+    )
+    .unwrap();
+    let error = read_snapshot_with(dir.path(), &limits).unwrap_err();
+    assert_eq!(
+        chain(&error),
+        format!("{}: is larger than the 1 KiB cap", big.display())
+    );
+}
+
+#[test]
 fn devices_and_fifos_in_a_snapshot_dir_are_refused_without_blocking() {
     let dir = tempfile::tempdir().unwrap();
     std::os::unix::fs::symlink("/dev/zero", dir.path().join("zero.yaml")).unwrap();

@@ -600,27 +600,24 @@ impl<'a> Run<'a> {
         let sink = LokiSink::new(self.config.loki.job.clone());
         let mut batches = sink.batches(report, LOKI_PUSH_BYTES);
         let first = batches.next();
-        let Some(second) = batches.next() else {
+        let second = batches.next();
+        if second.is_none() {
             let mut push = sink.run_push(report);
-            if let Some(first) = first {
-                push.append(first);
+            push.append(first.unwrap_or(LokiPush {
+                streams: Vec::new(),
+            }));
+            if self.pushed(&push, delivery, "") {
+                self.log
+                    .push(format!("loki: pushed {} lines", push.line_count()));
             }
-            if let Err(error) = delivery.push(&push) {
-                let error = self.scrub(&error.to_string());
-                self.outcome.degrade(format!("loki push failed: {error}"));
-                return;
-            }
-            self.log
-                .push(format!("loki: pushed {} lines", push.line_count()));
             return;
-        };
+        }
         let (mut lines, mut pushes) = (0, 0);
-        for batch in first.into_iter().chain([second]).chain(&mut batches) {
-            if let Err(error) = delivery.push(&batch) {
-                let error = self.scrub(&error.to_string());
-                self.outcome.degrade(format!(
-                    "loki push failed: {error} (after {lines} lines in {pushes} pushes; the run's other lines were not pushed)"
-                ));
+        for batch in first.into_iter().chain(second).chain(&mut batches) {
+            let context = format!(
+                " (after {lines} lines in {pushes} pushes; the run's other lines were not pushed)"
+            );
+            if !self.pushed(&batch, delivery, &context) {
                 break;
             }
             lines += batch.line_count();
@@ -628,16 +625,24 @@ impl<'a> Run<'a> {
         }
         drop(batches);
         self.outcome.record(report);
-        match delivery.push(&sink.run_push(report)) {
-            Ok(()) => self.log.push(format!(
+        if self.pushed(&sink.run_push(report), delivery, " (the run line)") {
+            self.log.push(format!(
                 "loki: pushed {} lines in {} pushes",
                 lines + 1,
                 pushes + 1
-            )),
+            ));
+        }
+    }
+
+    /// Pushes `push`; a failure degrades the run with `loki push failed: <error><context>`.
+    fn pushed(&mut self, push: &LokiPush, delivery: &mut dyn Delivery, context: &str) -> bool {
+        match delivery.push(push) {
+            Ok(()) => true,
             Err(error) => {
                 let error = self.scrub(&error.to_string());
                 self.outcome
-                    .degrade(format!("loki push failed: {error} (the run line)"));
+                    .degrade(format!("loki push failed: {error}{context}"));
+                false
             }
         }
     }
