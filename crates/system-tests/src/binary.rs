@@ -1,6 +1,6 @@
-//! The `workload-report` binary the chart ships, built by cargo for this test run's profile and
-//! target directory (a no-op when `cargo test --workspace` has built it already), and run with
-//! an explicit environment.
+//! The binaries that ship (`workload-report`, which the chart runs, and `jobcheck`), built by
+//! cargo for this test run's profile and target directory (a no-op when `cargo test --workspace`
+//! has built them already), and run with an explicit environment.
 //!
 //! A test crate cannot name another package's binary (`CARGO_BIN_EXE_*` is for the package's
 //! own), so it asks cargo: `cargo build -p workload-report --message-format json` says where the
@@ -17,15 +17,26 @@ use serde_json::Value;
 
 use crate::workspace;
 
-/// The package and binary name.
+/// The package and binary name of the report.
 pub const PACKAGE: &str = "workload-report";
 
-/// The built binary (built once per process). Panics with cargo's output when it does not build.
+/// The built `workload-report` (built once per process). Panics with cargo's output when it does
+/// not build.
 pub fn workload_report() -> &'static Path {
     static BINARY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    match BINARY.get_or_init(|| build().map_err(|e| format!("{e:#}"))) {
+    built(&BINARY, PACKAGE)
+}
+
+/// The built `jobcheck` (built once per process), like [`workload_report`].
+pub fn jobcheck() -> &'static Path {
+    static BINARY: OnceLock<Result<PathBuf, String>> = OnceLock::new();
+    built(&BINARY, "jobcheck")
+}
+
+fn built<'a>(cell: &'a OnceLock<Result<PathBuf, String>>, package: &str) -> &'a Path {
+    match cell.get_or_init(|| build(package).map_err(|e| format!("{e:#}"))) {
         Ok(path) => path,
-        Err(error) => panic!("cannot build {PACKAGE}: {error}"),
+        Err(error) => panic!("cannot build {package}: {error}"),
     }
 }
 
@@ -45,7 +56,7 @@ fn profile() -> String {
     }
 }
 
-fn build() -> Result<PathBuf> {
+fn build(package: &str) -> Result<PathBuf> {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| env!("CARGO").to_string());
     let target_dir = test_support::real::tools::target_dir();
     let mut command = Command::new(&cargo);
@@ -58,9 +69,9 @@ fn build() -> Result<PathBuf> {
         .args(["build", "--quiet", "--locked", "--message-format", "json"])
         .args([
             "--package",
-            PACKAGE,
+            package,
             "--bin",
-            PACKAGE,
+            package,
             "--profile",
             &profile(),
         ])
@@ -72,7 +83,7 @@ fn build() -> Result<PathBuf> {
         .with_context(|| format!("failed to start {cargo}"))?;
     if !output.status.success() {
         bail!(
-            "`cargo build -p {PACKAGE}` failed ({}):\n{}",
+            "`cargo build -p {package}` failed ({}):\n{}",
             output.status,
             String::from_utf8_lossy(&output.stderr)
         );
@@ -80,9 +91,9 @@ fn build() -> Result<PathBuf> {
     String::from_utf8_lossy(&output.stdout)
         .lines()
         .filter_map(|line| serde_json::from_str::<Value>(line).ok())
-        .filter(|message| message["target"]["name"] == PACKAGE)
+        .filter(|message| message["target"]["name"] == package)
         .find_map(|message| message["executable"].as_str().map(PathBuf::from))
-        .with_context(|| format!("`cargo build -p {PACKAGE}` named no executable"))
+        .with_context(|| format!("`cargo build -p {package}` named no executable"))
 }
 
 /// Whether cargo (or nextest) sets the variable for a test process. Passed on, such variables

@@ -124,10 +124,31 @@ impl Extracted {
     }
 }
 
-/// The workspace root (two levels above this crate).
+/// The workspace root: the nearest folder holding a workspace `Cargo.toml` above the running
+/// test's package (cargo and nextest set `CARGO_MANIFEST_DIR` when they run a test), else two
+/// levels above this crate as it was compiled.
+///
+/// The run-time variable comes first because a compiled path can be stale: checkouts that share
+/// one target directory (git worktrees, a CI cache) share this crate's build when its source is
+/// the same, compiled path included, and would read each other's fixtures.
 pub fn workspace_root() -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-    std::fs::canonicalize(&root).unwrap_or(root)
+    std::env::var_os("CARGO_MANIFEST_DIR")
+        .and_then(|dir| workspace_above(Path::new(&dir)))
+        .unwrap_or_else(|| {
+            let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+            std::fs::canonicalize(&root).unwrap_or(root)
+        })
+}
+
+/// The nearest folder at or above `dir` whose `Cargo.toml` declares a `[workspace]`.
+fn workspace_above(dir: &Path) -> Option<PathBuf> {
+    let dir = std::fs::canonicalize(dir).ok()?;
+    dir.ancestors()
+        .find(|folder| {
+            std::fs::read_to_string(folder.join("Cargo.toml"))
+                .is_ok_and(|manifest| manifest.lines().any(|line| line.trim() == "[workspace]"))
+        })
+        .map(Path::to_path_buf)
 }
 
 /// The folder searched for the tools: `$REAL_SERVERS_DIR` when set, else
@@ -352,6 +373,24 @@ fn unpack(located: &Located, dir: &Path) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_workspace_is_found_above_a_member_and_not_below_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let member = dir.path().join("crates/a/src");
+        std::fs::create_dir_all(&member).unwrap();
+        std::fs::write(dir.path().join("Cargo.toml"), "[workspace]\nmembers = []\n").unwrap();
+        std::fs::write(
+            dir.path().join("crates/a/Cargo.toml"),
+            "[package]\nname = \"a\"\n",
+        )
+        .unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        assert_eq!(workspace_above(&member), Some(root.clone()));
+        assert_eq!(workspace_above(&root), Some(root));
+        let lone = tempfile::tempdir().unwrap();
+        assert_eq!(workspace_above(lone.path()), None);
+    }
 
     #[test]
     fn the_skip_line_names_the_test_the_tool_and_the_variable() {
