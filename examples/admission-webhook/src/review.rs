@@ -8,9 +8,13 @@
 //! request without an object (a DELETE) is allowed. A body that is not an `AdmissionReview`
 //! request gets no review at all: the server answers it with 400.
 
+use std::borrow::Cow;
+
 use admission_core::{JobValidationPolicy, validate_manifest};
-use kube_core::DynamicObject;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube_core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use kube_core::{DynamicResourceScope, Resource};
+use serde::Deserialize;
 use serde_json::Value;
 
 /// The answer to one request body.
@@ -41,28 +45,42 @@ pub struct Decision {
 }
 
 /// Judges the `AdmissionReview` in `body` against `policy`.
+///
+/// The body is read twice, never copied: once for the typed envelope (kube-core's types, with
+/// `object` and `oldObject` skipped unbuilt), once for the object alone as a JSON value (the
+/// rest skipped). A request's memory is its body and one value of its object, the largest
+/// thing it holds, not the several copies a whole-review value and a typed round trip made.
 pub fn answer(body: &[u8], policy: &JobValidationPolicy) -> Answer {
-    let Ok(mut value) = serde_json::from_slice::<Value>(body) else {
-        return Answer::BadRequest("the body is not JSON".to_owned());
-    };
-    // The object is judged as sent; the typed envelope does not need it (and must not fail on
-    // an object a typed model would refuse).
-    let object = take_object(&mut value);
-    let review: AdmissionReview<DynamicObject> = match serde_json::from_value(value) {
+    let review: AdmissionReview<Skipped> = match serde_json::from_slice(body) {
         Ok(review) => review,
+        Err(error) if error.is_syntax() || error.is_eof() => {
+            return Answer::BadRequest("the body is not JSON".to_owned());
+        }
         Err(error) => {
             return Answer::BadRequest(format!("the body is not an AdmissionReview ({error})"));
         }
     };
-    let request: AdmissionRequest<DynamicObject> = match review.try_into() {
+    let request: AdmissionRequest<Skipped> = match review.try_into() {
         Ok(request) => request,
         Err(_) => return Answer::BadRequest("the AdmissionReview carries no request".to_owned()),
+    };
+    // The object is judged as sent; the typed envelope does not hold it (and must not fail on
+    // an object a typed model would refuse).
+    let object = match serde_json::from_slice::<ObjectOnly>(body) {
+        Ok(ObjectOnly {
+            request: Some(RequestObject { object }),
+        }) => object.filter(|object| !object.is_null()),
+        Ok(ObjectOnly { request: None }) => None,
+        Err(error) => {
+            return Answer::BadRequest(format!("the body is not an AdmissionReview ({error})"));
+        }
     };
     let verdict = match &object {
         Some(object) => validate_manifest(object, policy, request.namespace.as_deref())
             .map_err(|rejection| rejection.message),
         None => Ok(()),
     };
+    drop(object);
     let mut response = AdmissionResponse::from(&request);
     let message = match verdict {
         Ok(()) => String::new(),
@@ -85,17 +103,58 @@ pub fn answer(body: &[u8], policy: &JobValidationPolicy) -> Answer {
     }
 }
 
-/// Removes `request.object` from the review and returns it (`None` when absent or null).
-fn take_object(review: &mut Value) -> Option<Value> {
-    let request = review.get_mut("request")?.as_object_mut()?;
-    let object = request.remove("object")?;
-    // oldObject is not judged; dropping it keeps the typed envelope independent of objects.
-    request.remove("oldObject");
-    (!object.is_null()).then_some(object)
+/// The review's `request.object` alone (every other key skipped as it is read).
+#[derive(Deserialize)]
+struct ObjectOnly {
+    #[serde(default)]
+    request: Option<RequestObject>,
+}
+
+#[derive(Deserialize)]
+struct RequestObject {
+    #[serde(default)]
+    object: Option<Value>,
+}
+
+/// An object of the typed envelope (`object`, `oldObject`): skipped as it is read, never built.
+#[derive(Debug, Clone, Default)]
+pub struct Skipped {
+    meta: ObjectMeta,
+}
+
+impl<'de> Deserialize<'de> for Skipped {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Skipped, D::Error> {
+        serde::de::IgnoredAny::deserialize(deserializer)?;
+        Ok(Skipped::default())
+    }
+}
+
+impl Resource for Skipped {
+    type DynamicType = ();
+    type Scope = DynamicResourceScope;
+
+    fn kind(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+    fn group(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+    fn version(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+    fn plural(_: &()) -> Cow<'_, str> {
+        Cow::Borrowed("")
+    }
+    fn meta(&self) -> &ObjectMeta {
+        &self.meta
+    }
+    fn meta_mut(&mut self) -> &mut ObjectMeta {
+        &mut self.meta
+    }
 }
 
 /// `Kind namespace/name` for logs.
-fn describe(request: &AdmissionRequest<DynamicObject>) -> String {
+fn describe(request: &AdmissionRequest<Skipped>) -> String {
     let namespace = request
         .namespace
         .as_deref()
