@@ -51,6 +51,16 @@ pub struct Decision {
 /// rest skipped). A request's memory is its body and one value of its object, the largest
 /// thing it holds, not the several copies a whole-review value and a typed round trip made.
 pub fn answer(body: &[u8], policy: &JobValidationPolicy) -> Answer {
+    // Counted before anything is built: a value costs up to 80 bytes (with the workspace's
+    // order-keeping maps) for as little as 2 bytes of JSON.
+    if let Err(error) = count_values(body, MAX_JSON_VALUES) {
+        return match error {
+            CountError::TooMany => Answer::BadRequest(format!(
+                "the review holds more than {MAX_JSON_VALUES} JSON values"
+            )),
+            CountError::NotJson => Answer::BadRequest("the body is not JSON".to_owned()),
+        };
+    }
     let review: AdmissionReview<Skipped> = match serde_json::from_slice(body) {
         Ok(review) => review,
         Err(error) if error.is_syntax() || error.is_eof() => {
@@ -100,6 +110,94 @@ pub fn answer(body: &[u8], policy: &JobValidationPolicy) -> Answer {
     match serde_json::to_vec(&response.into_review()) {
         Ok(body) => Answer::Review { body, decision },
         Err(error) => Answer::BadRequest(format!("cannot write the review ({error})")),
+    }
+}
+
+/// The most JSON values (objects, arrays, strings, numbers, ...) a review may hold: 250,000. A
+/// real object has a few thousand (a Job with 100 containers about 5,000), and this bounds the
+/// one value built of the object near 20 MiB whatever the body's shape.
+pub const MAX_JSON_VALUES: usize = 250_000;
+
+/// Why [`count_values`] refused a body.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum CountError {
+    TooMany,
+    NotJson,
+}
+
+/// Walks `body` as JSON without building anything and counts its values, up to `limit`.
+fn count_values(body: &[u8], limit: usize) -> Result<(), CountError> {
+    let mut counter = Counter { seen: 0, limit };
+    let mut deserializer = serde_json::Deserializer::from_slice(body);
+    let walked = serde::de::DeserializeSeed::deserialize(&mut counter, &mut deserializer)
+        .and_then(|()| deserializer.end());
+    match walked {
+        Ok(()) => Ok(()),
+        Err(_) if counter.seen > limit => Err(CountError::TooMany),
+        Err(_) => Err(CountError::NotJson),
+    }
+}
+
+/// Counts every value it is shown; past its limit it fails the walk.
+struct Counter {
+    seen: usize,
+    limit: usize,
+}
+
+impl Counter {
+    fn count<E: serde::de::Error>(&mut self) -> Result<(), E> {
+        self.seen += 1;
+        if self.seen > self.limit {
+            return Err(E::custom("too many values"));
+        }
+        Ok(())
+    }
+}
+
+impl<'de> serde::de::DeserializeSeed<'de> for &mut Counter {
+    type Value = ();
+
+    fn deserialize<D: serde::Deserializer<'de>>(self, deserializer: D) -> Result<(), D::Error> {
+        deserializer.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for &mut Counter {
+    type Value = ();
+
+    fn expecting(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: serde::de::Error>(self, _: bool) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_i64<E: serde::de::Error>(self, _: i64) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_u64<E: serde::de::Error>(self, _: u64) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_f64<E: serde::de::Error>(self, _: f64) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_str<E: serde::de::Error>(self, _: &str) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_unit<E: serde::de::Error>(self) -> Result<(), E> {
+        self.count()
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+        self.count()?;
+        while seq.next_element_seed(&mut *self)?.is_some() {}
+        Ok(())
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+        self.count()?;
+        while map.next_key_seed(&mut *self)?.is_some() {
+            map.next_value_seed(&mut *self)?;
+        }
+        Ok(())
     }
 }
 

@@ -48,8 +48,9 @@ pub struct Limits {
     /// small read buffer, [`MAX_READ_BUFFER`]); more wait to be accepted.
     pub max_connections: usize,
     /// Reviews read and judged at once: 2. A review's peak is its body and one JSON value of
-    /// its object (about 40 MiB for the worst 3 MiB body, measured by the end-to-end test), so
-    /// two of them stay within the README Deployment's 128Mi with the connections' memory. A
+    /// its object, at most [`crate::review::MAX_JSON_VALUES`] values (31 MiB for the worst 3 MiB
+    /// body, measured by the end-to-end test), so two of them stay within the README
+    /// Deployment's 128Mi with the connections' memory. A
     /// review waits for its turn within [`Limits::request_timeout`], then gets 503; the API
     /// server's `--max-requests-inflight` bounds its own work the same way.
     pub max_reviews_at_once: usize,

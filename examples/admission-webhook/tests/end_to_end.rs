@@ -351,12 +351,22 @@ async fn big_reviews_at_once_stay_within_the_deployment_memory_limit() {
     )
     .await;
     assert_eq!(status, 200);
-    // the worst body under the 3 MiB cap for a JSON value: an object of 1.5M small numbers
+    // 1.5M small numbers (3 MiB) would cost 120 MiB as a value: refused before it is built
+    let mut many = job("gco-jobs", "nvcr.io/x/y:1");
+    many["spec"]["numbers"] = json!(vec![0u8; 1_500_000]);
+    let body = review("many", "CREATE", "gco-jobs", many, Value::Null);
+    let (status, answer) = send(&webhook, "POST", "/validate", body).await;
+    assert_eq!(
+        (status, answer.as_str()),
+        (400, "the review holds more than 250000 JSON values")
+    );
+    // the worst body under both caps: 245,000 small numbers and a 2.5 MB annotation
     let mut big = job("gco-jobs", "nvcr.io/x/y:1");
-    big["spec"]["numbers"] = json!(vec![0u8; 1_500_000]);
+    big["spec"]["numbers"] = json!(vec![0u8; 245_000]);
+    big["metadata"]["annotations"] = json!({"note": "n".repeat(2_500_000)});
     let body = review("big", "CREATE", "gco-jobs", big, Value::Null);
     assert!(
-        body.len() > 3_000_000 && body.len() <= 3 << 20,
+        body.len() > 2_900_000 && body.len() <= 3 << 20,
         "{}",
         body.len()
     );
