@@ -553,8 +553,125 @@ mod tests {
         }
     }
 
+    #[test]
+    fn deep_nesting_where_it_is_skipped_is_walked_without_recursion() {
+        // skipped values (labels, metadata, other keys) are walked without recursion, so any
+        // depth is fine; the rest is refused past serde_json's depth limit of 128
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        let labels = format!(
+            r#"{{"status":"success","data":{{"resultType":"streams","result":[{{"stream":{deep},"values":[["1","x",{deep}]]}}]}}}}"#
+        );
+        assert_eq!(
+            parse_streams(labels.as_bytes(), limits(10)).unwrap(),
+            [Entry {
+                ts: 1,
+                line: "x".into()
+            }]
+        );
+        let stats = format!(r#"{{"stats":{deep}}}"#);
+        assert!(matches!(
+            parse_streams(stats.as_bytes(), limits(10)),
+            Err(AnswerError::NotAnswer { .. })
+        ));
+        let values = format!(
+            r#"{{"status":"success","data":{{"resultType":"streams","result":[{{"values":[{deep}]}}]}}}}"#
+        );
+        assert!(matches!(
+            parse_streams(values.as_bytes(), limits(10)),
+            Err(AnswerError::NotAnswer { .. })
+        ));
+    }
+
+    /// A generated stream: labels, and values of a timestamp (maybe no number), a line and maybe
+    /// structured metadata.
+    fn stream() -> impl Strategy<Value = serde_json::Value> {
+        let label = ("[a-z_]{1,12}", "\\PC{0,24}");
+        let value = (
+            prop_oneof![4 => (0i128..i128::MAX).prop_map(|t| t.to_string()), 1 => "\\PC{0,8}"],
+            "\\PC{0,40}",
+            proptest::option::of(proptest::collection::btree_map(
+                "[a-z]{1,5}",
+                "[a-z]{0,5}",
+                0..3,
+            )),
+        )
+            .prop_map(|(ts, line, meta)| match meta {
+                Some(meta) => serde_json::json!([ts, line, meta]),
+                None => serde_json::json!([ts, line]),
+            });
+        (
+            proptest::collection::btree_map(label.0, label.1, 0..30),
+            proptest::collection::vec(value, 0..40),
+        )
+            .prop_map(|(labels, values)| serde_json::json!({"stream": labels, "values": values}))
+    }
+
+    /// A generated answer: streams, a status and result type that are usually right, extra keys.
+    fn answer() -> impl Strategy<Value = serde_json::Value> {
+        (
+            proptest::collection::vec(stream(), 0..6),
+            prop_oneof![5 => Just("success"), 1 => Just("error")],
+            prop_oneof![5 => Just("streams"), 1 => Just("matrix")],
+            any::<bool>(),
+        )
+            .prop_map(|(result, status, result_type, stats)| {
+                let mut data = serde_json::json!({"resultType": result_type, "result": result});
+                if stats {
+                    data["stats"] = serde_json::json!({"summary": {"bytesProcessedPerSecond": 1}});
+                }
+                serde_json::json!({"status": status, "data": data})
+            })
+    }
+
+    /// Whether `entry` is a line a generated answer holds, in its order.
+    fn expected_lines(answer: &serde_json::Value) -> Option<Vec<Entry>> {
+        let mut lines = Vec::new();
+        for stream in answer["data"]["result"].as_array()? {
+            for value in stream["values"].as_array()? {
+                lines.push(Entry {
+                    ts: value[0].as_str()?.parse().ok()?,
+                    line: value[1].as_str()?.to_string(),
+                });
+            }
+        }
+        Some(lines)
+    }
+
     proptest! {
         #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn generated_answers_parse_to_their_lines_within_the_limit_and_deadline(
+            answer in answer(),
+            max_lines in 0usize..120,
+            cut in proptest::option::of(any::<proptest::sample::Index>()),
+            flip in proptest::option::of((any::<proptest::sample::Index>(), any::<u8>())),
+        ) {
+            let mut body = serde_json::to_vec(&answer).unwrap();
+            let damaged = cut.is_some() || flip.is_some();
+            if let Some((at, byte)) = flip {
+                let at = at.index(body.len());
+                body[at] = byte;
+            }
+            if let Some(cut) = cut {
+                body.truncate(cut.index(body.len()));
+            }
+            let deadline = Instant::now() + std::time::Duration::from_secs(2);
+            let started = Instant::now();
+            let parsed = parse_streams(&body, ParseLimits { max_lines, deadline: Some(deadline) });
+            prop_assert!(started.elapsed() < std::time::Duration::from_secs(1));
+            if let Ok(entries) = &parsed {
+                prop_assert!(entries.len() <= max_lines);
+            }
+            let valid = answer["status"] == "success" && answer["data"]["resultType"] == "streams";
+            if let (false, true, Some(lines)) = (damaged, valid, expected_lines(&answer)) {
+                if lines.len() <= max_lines {
+                    prop_assert_eq!(parsed.unwrap(), lines);
+                } else {
+                    prop_assert_eq!(parsed.unwrap_err(), AnswerError::TooManyLines { limit: max_lines });
+                }
+            }
+        }
 
         #[test]
         fn any_body_parses_or_fails_without_quoting_it(
