@@ -263,6 +263,7 @@ fn describe(request: &AdmissionRequest<Skipped>) -> String {
 
 #[cfg(test)]
 mod tests {
+    use proptest::prelude::*;
     use serde_json::json;
 
     use super::*;
@@ -356,5 +357,109 @@ mod tests {
             answer["response"]["status"]["message"],
             "Resource kind 'Pod' is not allowed. Allowed kinds: ['Job']"
         );
+    }
+
+    #[test]
+    fn more_json_values_than_the_cap_are_refused_before_anything_is_built() {
+        let job = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "t"},
+            "spec": {"numbers": vec![0u8; MAX_JSON_VALUES]}});
+        assert_eq!(
+            answer(&review(job), &policy()),
+            Answer::BadRequest("the review holds more than 250000 JSON values".to_owned())
+        );
+        let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000));
+        assert!(matches!(
+            answer(deep.as_bytes(), &policy()),
+            Answer::BadRequest(_)
+        ));
+    }
+
+    /// A generated JSON value: scalars, strings with control characters, nested lists and maps.
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(Value::from),
+            "\\PC{0,12}|[\\x00-\\x1f\\x7f\\u{1b}\\u{9b}]{0,4}".prop_map(Value::String),
+        ];
+        leaf.prop_recursive(6, 64, 8, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                proptest::collection::btree_map("[a-zA-Z]{1,10}", inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+
+    /// A generated review: the envelope's fields right or replaced by any value, an object that
+    /// is a Job-like manifest or any value.
+    fn generated_review() -> impl Strategy<Value = Value> {
+        let field = |good: Value| prop_oneof![4 => Just(good), 1 => json_value()];
+        (
+            "\\PC{0,20}|[\\x00-\\x1f\\u{1b}a-z:= ]{0,20}",
+            field(json!({"group": "batch", "version": "v1", "kind": "Job"})),
+            field(json!("CREATE")),
+            field(json!("gco-jobs")),
+            prop_oneof![
+                2 => (json_value(), "[a-z./:0-9]{0,20}").prop_map(|(spec, image)| json!({
+                    "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "t"},
+                    "spec": {"template": {"spec": {"containers": [{"name": "c", "image": image}]}},
+                             "extra": spec}})),
+                1 => json_value(),
+            ],
+            json_value(),
+        )
+            .prop_map(|(uid, kind, operation, namespace, object, old)| {
+                json!({
+                    "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                    "request": {
+                        "uid": uid, "kind": kind,
+                        "resource": {"group": "batch", "version": "v1", "resource": "jobs"},
+                        "name": "t", "namespace": namespace, "operation": operation,
+                        "userInfo": {"username": "alice"}, "object": object, "oldObject": old,
+                    }
+                })
+            })
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig { cases: 256, ..ProptestConfig::default() })]
+
+        #[test]
+        fn any_review_body_is_answered_quickly_without_panic(
+            review in generated_review(),
+            cut in proptest::option::of(any::<proptest::sample::Index>()),
+            flip in proptest::option::of((any::<proptest::sample::Index>(), any::<u8>())),
+        ) {
+            let mut body = serde_json::to_vec(&review).unwrap();
+            if let Some((at, byte)) = flip {
+                let at = at.index(body.len());
+                body[at] = byte;
+            }
+            if let Some(cut) = cut {
+                body.truncate(cut.index(body.len()));
+            }
+            let started = std::time::Instant::now();
+            let answered = answer(&body, &policy());
+            prop_assert!(started.elapsed() < std::time::Duration::from_secs(1));
+            if let Answer::Review { body: answer, decision } = answered {
+                let answer: Value = serde_json::from_slice(&answer).unwrap();
+                prop_assert_eq!(answer["response"]["uid"].as_str(), Some(decision.uid.as_str()));
+                let line = crate::server::decision_line(&decision);
+                prop_assert!(!line.chars().any(char::is_control), "{}", line);
+            }
+        }
+
+        #[test]
+        fn an_escaped_field_is_one_printable_line(text in "\\PC{0,20}|[\\x00-\\x1f\\x7f-\\u{9f}\\u{2028}\\u{202e}\\\\\"]{0,20}") {
+            let field = crate::server::escaped(&text);
+            prop_assert!(!field.chars().any(char::is_control), "{}", field);
+            let separators = ['\u{2028}', '\u{2029}', '\u{202e}'];
+            prop_assert!(!field.contains(separators), "{}", field);
+            prop_assert!(field.starts_with('"') && field.ends_with('"') && field.len() >= 2);
+            // no unescaped quote inside: the field ends where it says
+            let inner = &field[1..field.len() - 1];
+            prop_assert!(!inner.replace("\\\\", "").replace("\\\"", "").contains('"'));
+        }
     }
 }
