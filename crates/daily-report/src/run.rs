@@ -39,8 +39,8 @@ use report_sinks::model::{
 };
 use report_sinks::slack::{SlackMessage, SlackOptions, SlackSink, TeamDigest, problems_message};
 use report_sinks::{
-    HistoryError, HistoryLimits, HistoryQuery, LokiPush, LokiSink, PreviousRun, Redactor,
-    SendError, WebhookUrl,
+    HistoryError, HistoryLimits, HistoryQuery, LokiPush, LokiSink, PreviousRun, PreviousViolation,
+    Redactor, SendError, WebhookUrl,
 };
 
 use crate::audit::{
@@ -511,6 +511,7 @@ impl<'a> Run<'a> {
                 return;
             }
         };
+        let previous = self.scrub_previous(previous);
         let teams = std::mem::take(&mut report.teams);
         report.teams = compare(teams, &previous.violations, config);
         let new: usize = report.teams.values().map(TeamReport::new_count).sum();
@@ -528,6 +529,43 @@ impl<'a> Run<'a> {
             finished_at: previous.finished_at,
             failed: previous.failed,
         });
+    }
+
+    /// The previous run with every text redacted: all of it was read back from Loki, so it is
+    /// response content like any answer's body, and it reaches the run line (`previousRunId`),
+    /// the digests (fixed names), the Loki lines, the log and `--out`. A text repeated over many
+    /// violations (a team, a namespace, a rule) is redacted once.
+    fn scrub_previous(&self, previous: PreviousRun) -> PreviousRun {
+        let mut seen: BTreeMap<String, String> = BTreeMap::new();
+        let mut scrub = |text: String| -> String {
+            if let Some(clean) = seen.get(&text) {
+                return clean.clone();
+            }
+            let clean = self.scrub(&text);
+            seen.insert(text, clean.clone());
+            clean
+        };
+        let mut violations: Vec<PreviousViolation> = previous
+            .violations
+            .into_iter()
+            .map(|v| PreviousViolation {
+                team: scrub(v.team),
+                namespace: scrub(v.namespace),
+                rule: scrub(v.rule),
+                kind: scrub(v.kind),
+                name: self.scrub(&v.name),
+            })
+            .collect();
+        // redaction may make two violations one
+        violations.sort();
+        violations.dedup();
+        PreviousRun {
+            run_id: self.scrub(&previous.run_id),
+            finished_at: previous.finished_at,
+            status: previous.status,
+            failed: previous.failed.into_iter().map(&mut scrub).collect(),
+            violations,
+        }
     }
 
     /// The digests of the report; a team spared as unchanged is logged.

@@ -326,3 +326,61 @@ async fn bodies_that_are_no_loki_answer_are_named_without_quoting_them() {
         }
     }
 }
+
+/// A generated `run` or `violation` line: usually the contract's JSON, sometimes a field of the
+/// wrong type or missing, sometimes no JSON at all.
+fn generated_line() -> impl proptest::strategy::Strategy<Value = Value> {
+    use proptest::prelude::*;
+    let run = (
+        prop_oneof![Just("earlier".to_string()), "\\PC{0,12}"],
+        prop_oneof![Just("ok"), Just("partial"), Just("skipped"), Just("odd")],
+        any::<bool>(),
+        0u64..8,
+    )
+        .prop_map(|(id, status, dry, total)| run_line(&id, status, dry, total));
+    let violation = (
+        prop_oneof![Just("earlier".to_string()), "\\PC{0,12}"],
+        "\\PC{0,30}",
+    )
+        .prop_map(|(id, name)| violation(&id, &name));
+    prop_oneof![
+        4 => run,
+        4 => violation,
+        1 => "\\PC{0,40}".prop_map(Value::String),
+        1 => Just(json!({"type": "run", "runId": 7})),
+    ]
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig { cases: 48, ..Default::default() })]
+
+    #[test]
+    fn generated_history_answers_never_panic_or_outlive_the_timeout(
+        pages in proptest::collection::vec(
+            proptest::collection::vec((0i128..2000, generated_line()), 0..12),
+            1..5,
+        ),
+        page_lines in 1usize..6,
+    ) {
+        let loki = LokiServer::start();
+        loki.reply_queries(
+            pages
+                .iter()
+                .map(|lines| {
+                    let lines: Vec<(i128, Value)> =
+                        lines.iter().map(|(ts, line)| (EARLIER + ts, line.clone())).collect();
+                    answer("run", &lines)
+                })
+                .collect(),
+        );
+        let limits = HistoryLimits { page_lines, run_page_lines: page_lines, ..HistoryLimits::default() };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+        let started = std::time::Instant::now();
+        let read = runtime.block_on(client(&loki, None).previous_run(&query(limits)));
+        proptest::prop_assert!(started.elapsed() < Duration::from_secs(3), "{:?}", started.elapsed());
+        if let Ok(Some(previous)) = read {
+            proptest::prop_assert_ne!(previous.run_id.as_str(), "this-run");
+            proptest::prop_assert!(previous.violations.len() <= limits.max_violations);
+        }
+    }
+}

@@ -1197,3 +1197,99 @@ fn a_rule_seen_through_expansion_skips_its_audit_check_and_says_why() {
         out.log
     );
 }
+
+/// The Loki password of [`a_history_answer_echoing_the_loki_credential_reaches_no_output`].
+const LOKI_PASSWORD: &str = "pa/ss:W0rd+secret";
+
+#[test]
+fn a_history_answer_echoing_the_loki_credential_reaches_no_output() {
+    use base64::Engine as _;
+    let config = config();
+    let mut env = all_hooks();
+    env.push(("LOKI_USERNAME".into(), "reader".into()));
+    env.push(("LOKI_PASSWORD".into(), LOKI_PASSWORD.into()));
+    let env: Vec<(&str, &str)> = env.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let settings = settings(&config, &env);
+    let basic = base64::engine::general_purpose::STANDARD.encode(format!("reader:{LOKI_PASSWORD}"));
+    let percent = LOKI_PASSWORD.replace('/', "%2F").replace(':', "%3A");
+    // the previous run's id is the password; a fixed workload's name and a failed team carry
+    // it raw, base64 (as in the Authorization header) and percent-encoded
+    let mut previous = previous_run(&[]);
+    previous.run_id = LOKI_PASSWORD.into();
+    previous.failed = [format!("team-{percent}")].into_iter().collect();
+    previous.violations[0].name = format!("old-{LOKI_PASSWORD}");
+    previous.violations.push(report_sinks::PreviousViolation {
+        team: "raster".into(),
+        namespace: "dem-dev".into(),
+        rule: "K8sRequiredLabels".into(),
+        kind: "Deployment".into(),
+        name: format!("gone-{basic}"),
+    });
+    let mut delivery = Recorder {
+        previous: Some(Ok(Some(previous))),
+        ..Recorder::default()
+    };
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Ok);
+    assert_eq!(
+        out.report.run.previous_run_id.as_deref(),
+        Some(report_sinks::REDACTED)
+    );
+    let raster = &out.report.teams["raster"];
+    assert_eq!(
+        raster.fixed_count(),
+        2,
+        "the fixed workloads are still shown"
+    );
+
+    let dir = std::env::temp_dir().join(format!(
+        "daily-report-history-secret-{}",
+        std::process::id()
+    ));
+    let _ = std::fs::remove_dir_all(&dir);
+    crate::live::write_out(&dir, &out, "infra").unwrap();
+    let mut outputs = vec![
+        ("run line".to_string(), out.run_line()),
+        ("log".to_string(), out.log.join("\n")),
+    ];
+    outputs.extend(
+        delivery
+            .posts
+            .iter()
+            .map(|(team, m)| (format!("digest {team}"), m.to_json())),
+    );
+    outputs.extend(
+        delivery
+            .pushes
+            .iter()
+            .map(|p| ("loki push".to_string(), p.to_json())),
+    );
+    let mut files = vec![dir.clone()];
+    while let Some(path) = files.pop() {
+        if path.is_dir() {
+            files.extend(std::fs::read_dir(&path).unwrap().map(|e| e.unwrap().path()));
+        } else {
+            outputs.push((
+                path.display().to_string(),
+                std::fs::read_to_string(&path).unwrap(),
+            ));
+        }
+    }
+    std::fs::remove_dir_all(&dir).unwrap();
+    assert!(outputs.len() >= 6, "{outputs:?}");
+    assert!(
+        delivery
+            .posts
+            .iter()
+            .any(|(_, m)| m.to_json().contains("old-[redacted]")),
+        "the fixed name is shown redacted"
+    );
+    for (what, text) in &outputs {
+        for secret in [LOKI_PASSWORD, &basic, &percent] {
+            assert!(
+                !test_support::slack::echo_shows(text, secret),
+                "{what} carries the credential: {text}"
+            );
+        }
+    }
+}

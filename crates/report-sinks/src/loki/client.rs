@@ -9,7 +9,7 @@ use http::{HeaderName, HeaderValue, StatusCode, Uri};
 use secrecy::{ExposeSecret, SecretString};
 
 use super::lines::LokiPush;
-use super::query::{Entry, QueryRange, parse_streams};
+use super::query::{AnswerError, Entry, ParseLimits, QueryRange, parse_streams};
 use crate::http::{HttpClient, HttpOptions, SendError, failure, retry_after_secs};
 use crate::secret::parse_http_url;
 
@@ -174,11 +174,14 @@ impl LokiClient {
     }
 
     /// Runs one `query_range` of a log query and returns its lines, reading at most `max_body`
-    /// bytes of the answer.
+    /// bytes of the answer and keeping at most the query's `limit` lines. The answer is parsed
+    /// on the blocking pool (a 32 MiB answer takes a while, and the runtime may have one thread)
+    /// and the parse itself stops at `deadline`, so a timeout around this call really ends it.
     pub async fn query_range(
         &self,
         query: &QueryRange,
         max_body: usize,
+        deadline: Option<std::time::Instant>,
     ) -> Result<Vec<Entry>, QueryError> {
         let uri: Uri = format!(
             "{}/loki/api/v1/query_range?{}",
@@ -195,7 +198,16 @@ impl LokiClient {
         if !answer.status.is_success() {
             return Err(not_success(&answer, &secrets).into());
         }
-        Ok(parse_streams(&answer.body)?)
+        let limits = ParseLimits {
+            max_lines: query.limit,
+            deadline,
+        };
+        let body = answer.body;
+        match tokio::task::spawn_blocking(move || parse_streams(&body, limits)).await {
+            Ok(parsed) => Ok(parsed?),
+            // the parse panicked or the runtime is shutting down: no answer either way
+            Err(_) => Err(AnswerError::Aborted.into()),
+        }
     }
 }
 

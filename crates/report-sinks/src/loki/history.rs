@@ -18,14 +18,14 @@
 //! [`HistoryLimits::max_answer_bytes`]; the whole read runs under [`HistoryQuery::timeout`].
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use jiff::Timestamp;
 use serde::Deserialize;
 
 use super::RUN_TEAM;
 use super::client::{LokiClient, QueryError};
-use super::query::{Direction, Entry, QueryRange, selector};
+use super::query::{AnswerError, Direction, Entry, QueryRange, selector};
 use crate::model::RunStatus;
 
 /// How much of Loki is read at most, per answer and in all.
@@ -42,11 +42,17 @@ pub struct HistoryLimits {
     pub max_violations: usize,
     /// The most bytes of one answer read.
     pub max_answer_bytes: usize,
+    /// The most bytes of text (team, namespace, rule, kind and name) kept of all the violations
+    /// read: with every answer under its cap, lines of long names would still add up to
+    /// gigabytes over the pages of a large run.
+    pub max_kept_bytes: usize,
 }
 
 impl Default for HistoryLimits {
     /// 5000 lines a page, 100 run lines a page over at most 10 pages, 100,000 violations,
-    /// 32 MiB an answer.
+    /// 32 MiB an answer, 64 MiB of violation text kept. With at most one answer (its body and
+    /// the lines parsed from it) in memory at a time, the read peaks near 200 MiB, inside the
+    /// chart's 512Mi limit.
     fn default() -> Self {
         HistoryLimits {
             page_lines: 5000,
@@ -54,6 +60,7 @@ impl Default for HistoryLimits {
             run_pages: 10,
             max_violations: 100_000,
             max_answer_bytes: 32 << 20,
+            max_kept_bytes: 64 << 20,
         }
     }
 }
@@ -141,6 +148,16 @@ pub enum HistoryError {
         /// [`HistoryLimits::max_violations`].
         cap: usize,
     },
+    /// The previous run's violation lines hold more text than is kept.
+    #[error(
+        "the previous run {run_id}'s violation lines hold more than {cap_bytes} bytes of names, more than are compared"
+    )]
+    TooMuchText {
+        /// Its run id.
+        run_id: String,
+        /// [`HistoryLimits::max_kept_bytes`].
+        cap_bytes: usize,
+    },
     /// Not as many violation lines could be read as the run line counts.
     #[error(
         "the previous run {run_id} is not whole in Loki: {read} violation lines read, its run line counts {total}"
@@ -191,6 +208,22 @@ struct ViolationLine {
     name: String,
 }
 
+impl ViolationLine {
+    /// The bytes of text a [`PreviousViolation`] of it keeps.
+    fn text_bytes(&self) -> usize {
+        [
+            &self.team,
+            &self.namespace,
+            &self.rule,
+            &self.kind,
+            &self.name,
+        ]
+        .iter()
+        .map(|field| field.len())
+        .sum()
+    }
+}
+
 /// A run line's window: every line of one run is pushed within a second of its run line.
 const RUN_WINDOW_NANOS: i128 = 1_000_000_000;
 
@@ -201,19 +234,30 @@ impl LokiClient {
         &self,
         query: &HistoryQuery,
     ) -> Result<Option<PreviousRun>, HistoryError> {
-        match tokio::time::timeout(query.timeout, self.read_previous_run(query)).await {
+        let timeout = HistoryError::Timeout {
+            seconds: query.timeout.as_secs().max(1),
+        };
+        // the parses on the blocking pool stop at the same deadline as the read
+        let deadline = Instant::now().checked_add(query.timeout);
+        match tokio::time::timeout(query.timeout, self.read_previous_run(query, deadline)).await {
+            Ok(Err(HistoryError::Query(QueryError::Answer(AnswerError::Deadline)))) | Err(_) => {
+                Err(timeout)
+            }
             Ok(result) => result,
-            Err(_) => Err(HistoryError::Timeout {
-                seconds: query.timeout.as_secs().max(1),
-            }),
         }
     }
 
     async fn read_previous_run(
         &self,
         query: &HistoryQuery,
+        deadline: Option<Instant>,
     ) -> Result<Option<PreviousRun>, HistoryError> {
-        let Some((finished_at, line)) = self.baseline_line(query).await? else {
+        let reader = Reader {
+            client: self,
+            query,
+            deadline,
+        };
+        let Some((finished_at, line)) = reader.baseline_line().await? else {
             return Ok(None);
         };
         let limits = &query.limits;
@@ -224,7 +268,7 @@ impl LokiClient {
                 cap: limits.max_violations,
             });
         }
-        let violations = self.violations_of(query, finished_at, &line).await?;
+        let violations = reader.violations_of(finished_at, &line).await?;
         Ok(Some(PreviousRun {
             run_id: line.run_id,
             finished_at: Timestamp::from_nanosecond(finished_at)
@@ -234,12 +278,19 @@ impl LokiClient {
             violations,
         }))
     }
+}
 
+/// One read of the previous run: the client, what is looked for, and when the read ends.
+struct Reader<'a> {
+    client: &'a LokiClient,
+    query: &'a HistoryQuery,
+    deadline: Option<Instant>,
+}
+
+impl Reader<'_> {
     /// The latest run line that counts as a baseline, with its timestamp.
-    async fn baseline_line(
-        &self,
-        query: &HistoryQuery,
-    ) -> Result<Option<(i128, RunLine)>, HistoryError> {
+    async fn baseline_line(&self) -> Result<Option<(i128, RunLine)>, HistoryError> {
+        let query = self.query;
         let limits = &query.limits;
         let before = query.before.as_nanosecond();
         let lookback = i128::try_from(query.lookback.as_nanos()).unwrap_or(i128::MAX);
@@ -249,7 +300,6 @@ impl LokiClient {
         for _ in 0..limits.run_pages {
             let page = self
                 .page(
-                    query,
                     query.selector(&[("team", RUN_TEAM), ("type", "run")]),
                     (start, end),
                     limits.run_page_lines,
@@ -283,11 +333,12 @@ impl LokiClient {
     /// Every violation line of the run whose run line is at `finished_at`.
     async fn violations_of(
         &self,
-        query: &HistoryQuery,
         finished_at: i128,
         run: &RunLine,
     ) -> Result<Vec<PreviousViolation>, HistoryError> {
+        let query = self.query;
         let limits = &query.limits;
+        let mut kept_bytes = 0usize;
         let end = finished_at.saturating_add(RUN_WINDOW_NANOS);
         let mut start = finished_at;
         let mut violations = Vec::new();
@@ -296,7 +347,6 @@ impl LokiClient {
         for _ in 0..pages {
             let page = self
                 .page(
-                    query,
                     query.selector(&[("type", "violation")]),
                     (start, end),
                     limits.page_lines,
@@ -316,6 +366,13 @@ impl LokiClient {
                         run_id: run.run_id.clone(),
                         total: run.total,
                         cap: limits.max_violations,
+                    });
+                }
+                kept_bytes = kept_bytes.saturating_add(line.text_bytes());
+                if kept_bytes > limits.max_kept_bytes {
+                    return Err(HistoryError::TooMuchText {
+                        run_id: run.run_id.clone(),
+                        cap_bytes: limits.max_kept_bytes,
                     });
                 }
                 violations.push(PreviousViolation {
@@ -349,7 +406,6 @@ impl LokiClient {
 
     async fn page(
         &self,
-        query: &HistoryQuery,
         selector: String,
         (start, end): (i128, i128),
         limit: usize,
@@ -363,7 +419,8 @@ impl LokiClient {
             direction,
         };
         Ok(self
-            .query_range(&range, query.limits.max_answer_bytes)
+            .client
+            .query_range(&range, self.query.limits.max_answer_bytes, self.deadline)
             .await?)
     }
 }
