@@ -533,3 +533,160 @@ fn verify_rejects_bad_paths() {
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("listing test files"));
 }
+
+/// `eval ARGS` with `input` on standard input.
+fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_workload-report"))
+        .args(args)
+        .current_dir(root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn eval_reads_standard_input_without_f_or_with_f_dash() {
+    let dir = "fixtures/gatekeeper/requiredlabels";
+    let stream = [
+        format!("{dir}/template.yaml"),
+        format!("{dir}/samples/owner-label/constraint.yaml"),
+        format!("{dir}/samples/owner-label/example_missing.yaml"),
+    ]
+    .iter()
+    .map(|file| std::fs::read_to_string(root().join(file)).unwrap())
+    .collect::<Vec<_>>()
+    .join("\n---\n");
+    let from_files = run(&[
+        "eval",
+        "-o",
+        "json",
+        "-f",
+        &format!("{dir}/template.yaml"),
+        "-f",
+        &format!("{dir}/samples/owner-label/constraint.yaml"),
+        "-f",
+        &format!("{dir}/samples/owner-label/example_missing.yaml"),
+    ]);
+    assert_eq!(from_files.status.code(), Some(1), "{}", stderr(&from_files));
+    assert!(stdout(&from_files).contains("missing required labels"));
+    for args in [&["eval", "-o", "json"][..], &["eval", "-o", "json", "-f", "-"]] {
+        let output = run_with_stdin(args, stream.as_bytes());
+        assert_eq!(output.status.code(), Some(1), "{args:?} {}", stderr(&output));
+        assert_eq!(stdout(&output), stdout(&from_files), "{args:?}");
+    }
+    // `-` among files: the template from stdin, the rest from files.
+    let template = std::fs::read(root().join(format!("{dir}/template.yaml"))).unwrap();
+    let output = run_with_stdin(
+        &[
+            "eval",
+            "-o",
+            "json",
+            "-f",
+            "-",
+            "-f",
+            &format!("{dir}/samples/owner-label/constraint.yaml"),
+            "-f",
+            &format!("{dir}/samples/owner-label/example_missing.yaml"),
+        ],
+        &template,
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(stdout(&output), stdout(&from_files));
+    // Nothing on stdin: gator's "no input data identified" (an input error).
+    let output = run_with_stdin(&["eval"], b"");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("no input data identified"),
+        "{}",
+        stderr(&output)
+    );
+    // A stdin error names standard input and does not quote it.
+    let output = run_with_stdin(&["eval"], b"secret-token: [\n");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(!stderr(&output).contains("secret-token"), "{}", stderr(&output));
+}
+
+#[test]
+fn verify_says_on_stderr_what_gator_passes_over_and_exits_as_gator() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("empty")).unwrap();
+    std::fs::create_dir_all(dir.path().join("other")).unwrap();
+    std::fs::write(
+        dir.path().join("other/configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: secret-named\n",
+    )
+    .unwrap();
+    let in_dir = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_workload-report"))
+            .arg("verify")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    for (args, warning) in [
+        (&["empty/..."][..], "warning: no Suite found under empty/...\n"),
+        (&["empty"], "warning: no Suite found under empty\n"),
+        (
+            &["other/configmap.yaml"],
+            "warning: no Suite found under other/configmap.yaml: the file is not of apiVersion \
+             test.gatekeeper.sh/* and kind Suite\n",
+        ),
+    ] {
+        let output = in_dir(args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        assert_eq!(stdout(&output), "PASS\n\n", "{args:?}");
+        assert_eq!(stderr(&output), warning, "{args:?}");
+    }
+    let suite = "fixtures/gatekeeper/requiredlabels/suite.yaml";
+    for filter in ["no-such-test", "no-such-test//", "owner-label//no-such-case"] {
+        let output = run(&["verify", suite, "--run", filter]);
+        assert_eq!(output.status.code(), Some(0), "{filter}");
+        assert_eq!(
+            stderr(&output),
+            format!("warning: no test matched --run {filter:?}\n")
+        );
+        assert!(stdout(&output).ends_with("PASS\n\n"), "{}", stdout(&output));
+    }
+    let output = run(&["verify", suite, "--run", "owner-label"]);
+    assert_eq!(stderr(&output), "");
+
+    let labels = root().join("fixtures/gatekeeper/requiredlabels");
+    let name = |file: &str| climbing_to(dir.path(), &labels.join(file));
+    std::fs::write(
+        dir.path().join("suite.yaml"),
+        format!(
+            "kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\nowner: me\ntests:\n- name: t\n  template: {}\n  constraint: {}\n  cases:\n  - name: c\n    objects: x.yaml\n    object: {}\n    assertions:\n    - violations: no\n      messages: x\n",
+            name("template.yaml"),
+            name("samples/owner-label/constraint.yaml"),
+            name("samples/owner-label/example_allowed.yaml"),
+        ),
+    )
+    .unwrap();
+    let output = in_dir(&["suite.yaml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert_eq!(
+        stderr(&output),
+        "warning: suite.yaml: unknown key owner (gator ignores it)\n\
+         warning: suite.yaml: unknown key tests[0].cases[0].objects (gator ignores it)\n\
+         warning: suite.yaml: unknown key tests[0].cases[0].assertions[0].messages (gator ignores it)\n"
+    );
+}
+
+#[test]
+fn verify_verbose_prints_a_line_per_test_and_case_as_gator() {
+    let output = run(&[
+        "verify",
+        "-v",
+        "fixtures/gatekeeper/requiredlabels/suite.yaml",
+        "--run",
+        "owner-label//allowed|missing",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    insta::assert_snapshot!("verify_verbose", without_durations(&stdout(&output)));
+}

@@ -474,7 +474,8 @@ fn unknown_keys(suite: &Value) -> Vec<String> {
     out
 }
 
-/// What one suite printed, whether it passed and how many tests and cases it ran.
+/// What one suite printed, whether it passed and how many cases (or tests without cases) it
+/// ran.
 struct SuiteOutcome {
     text: String,
     ok: bool,
@@ -532,7 +533,10 @@ impl SuiteRun<'_> {
             }
             return;
         }
-        outcome.ran += 1;
+        // A test without cases (`invalid: true`) counts as run; one with cases by those run.
+        if cases.is_empty() {
+            outcome.ran += 1;
+        }
         if self.verbose {
             out.push_str(&format!("=== RUN   {test_name}\n"));
         }
