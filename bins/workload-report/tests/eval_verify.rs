@@ -246,7 +246,8 @@ fn verify_reports_failures_and_exits_1() {
     let output = verify(&["--allow-outside-suite"]);
     assert_eq!(output.status.code(), Some(1));
     assert!(
-        stderr(&output).starts_with("warning: --allow-outside-suite is deprecated and has no effect"),
+        stderr(&output)
+            .starts_with("warning: --allow-outside-suite is deprecated and has no effect"),
         "{}",
         stderr(&output)
     );
@@ -317,7 +318,8 @@ fn verify_reads_paths_that_climb_out_unless_confined_and_never_quotes_files() {
     assert!(!text.contains("hunter2"), "{text}");
     // Confined: refused before reading, by name and through a symlink.
     for object in ["../allowed.yaml", "link.yaml"] {
-        let _ = std::os::unix::fs::symlink(outer.path().join("allowed.yaml"), suite.join("link.yaml"));
+        let _ =
+            std::os::unix::fs::symlink(outer.path().join("allowed.yaml"), suite.join("link.yaml"));
         let output = confined(object, true);
         assert_eq!(output.status.code(), Some(1), "{object}");
         let text = stdout(&output);
@@ -574,9 +576,17 @@ fn eval_reads_standard_input_without_f_or_with_f_dash() {
     ]);
     assert_eq!(from_files.status.code(), Some(1), "{}", stderr(&from_files));
     assert!(stdout(&from_files).contains("missing required labels"));
-    for args in [&["eval", "-o", "json"][..], &["eval", "-o", "json", "-f", "-"]] {
+    for args in [
+        &["eval", "-o", "json"][..],
+        &["eval", "-o", "json", "-f", "-"],
+    ] {
         let output = run_with_stdin(args, stream.as_bytes());
-        assert_eq!(output.status.code(), Some(1), "{args:?} {}", stderr(&output));
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?} {}",
+            stderr(&output)
+        );
         assert_eq!(stdout(&output), stdout(&from_files), "{args:?}");
     }
     // `-` among files: the template from stdin, the rest from files.
@@ -608,7 +618,11 @@ fn eval_reads_standard_input_without_f_or_with_f_dash() {
     // A stdin error names standard input and does not quote it.
     let output = run_with_stdin(&["eval"], b"secret-token: [\n");
     assert_eq!(output.status.code(), Some(2));
-    assert!(!stderr(&output).contains("secret-token"), "{}", stderr(&output));
+    assert!(
+        !stderr(&output).contains("secret-token"),
+        "{}",
+        stderr(&output)
+    );
 }
 
 #[test]
@@ -630,7 +644,10 @@ fn verify_says_on_stderr_what_gator_passes_over_and_exits_as_gator() {
             .unwrap()
     };
     for (args, warning) in [
-        (&["empty/..."][..], "warning: no Suite found under empty/...\n"),
+        (
+            &["empty/..."][..],
+            "warning: no Suite found under empty/...\n",
+        ),
         (&["empty"], "warning: no Suite found under empty\n"),
         (
             &["other/configmap.yaml"],
@@ -644,7 +661,11 @@ fn verify_says_on_stderr_what_gator_passes_over_and_exits_as_gator() {
         assert_eq!(stderr(&output), warning, "{args:?}");
     }
     let suite = "fixtures/gatekeeper/requiredlabels/suite.yaml";
-    for filter in ["no-such-test", "no-such-test//", "owner-label//no-such-case"] {
+    for filter in [
+        "no-such-test",
+        "no-such-test//",
+        "owner-label//no-such-case",
+    ] {
         let output = run(&["verify", suite, "--run", filter]);
         assert_eq!(output.status.code(), Some(0), "{filter}");
         assert_eq!(

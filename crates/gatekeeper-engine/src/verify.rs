@@ -467,7 +467,12 @@ fn unknown_keys(suite: &Value) -> Vec<String> {
             let at = format!("{at}cases[{c}].");
             extra(case, &CASE_KEYS, &at, &mut out);
             for (a, assertion) in items(case, "assertions") {
-                extra(assertion, &ASSERTION_KEYS, &format!("{at}assertions[{a}]."), &mut out);
+                extra(
+                    assertion,
+                    &ASSERTION_KEYS,
+                    &format!("{at}assertions[{a}]."),
+                    &mut out,
+                );
             }
         }
     }
