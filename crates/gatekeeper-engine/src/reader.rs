@@ -80,7 +80,7 @@ pub fn read_sources_with_stdin(
 ) -> Result<Vec<(PathBuf, Value)>, EngineError> {
     let mut budget = bounded_input::Budget::new(MAX_TOTAL_BYTES);
     let mut objects = Vec::new();
-    let mut add = |file: &Path, text: &str, objects: &mut Vec<(PathBuf, Value)>| {
+    let add = |file: &Path, text: &str, objects: &mut Vec<(PathBuf, Value)>| {
         objects.extend(
             parse_stream(file, text)?
                 .into_iter()
