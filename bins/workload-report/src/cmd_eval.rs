@@ -146,5 +146,9 @@ fn naming_the_file(error: EngineError, origins: &[(PathBuf, String, String)]) ->
 }
 
 fn in_file(path: &Path) -> String {
-    format!("in {}", path.display())
+    if path.as_os_str() == gatekeeper_engine::STDIN_PATH {
+        "in standard input".to_string()
+    } else {
+        format!("in {}", path.display())
+    }
 }

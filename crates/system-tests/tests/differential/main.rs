@@ -288,3 +288,51 @@ fn gator_and_the_embedded_engine_agree_on_mutated_fixture_objects() {
         figures.unexplained.join("\n")
     );
 }
+
+#[test]
+fn mutants_are_deterministic_and_each_changes_the_object() {
+    let object = serde_json::json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "p", "labels": {"app": "a"}},
+        "spec": {"hostPID": false, "containers": [{"name": "c", "image": "nginx:1", "ports": [{"containerPort": 80}]}]}
+    });
+    let run = |seed| {
+        let mut choices = mutate::Choices::new(seed);
+        (0..32)
+            .filter_map(|_| mutate::mutant(&object, &mut choices))
+            .collect::<Vec<_>>()
+    };
+    let first = run(7);
+    assert_eq!(first.len(), 32);
+    assert_eq!(first, run(7), "the same seed must give the same mutants");
+    assert_ne!(first, run(8));
+    for (mutant, what) in &first {
+        assert_eq!(mutant["metadata"]["name"], "p", "{what}");
+        assert_eq!(mutant["kind"], "Pod", "{what}");
+    }
+    assert!(first.iter().filter(|(m, _)| *m != object).count() >= 28);
+}
+
+#[test]
+fn a_difference_of_no_known_class_is_unexplained() {
+    let mut figures = Figures::default();
+    figures.record(Difference {
+        batch: "suite / test".into(),
+        cel: false,
+        key: "K/c on Pod ns/p".into(),
+        gator: vec!["[deny] one".into()],
+        ours: vec![],
+        mutation: "/spec deleted".into(),
+    });
+    assert_eq!(figures.unexplained.len(), 1, "{:?}", figures.unexplained);
+    figures.record(Difference {
+        batch: "suite / test".into(),
+        cel: false,
+        key: "K/c on Pod ns/p".into(),
+        gator: vec!["[deny] has 1e+06 replicas".into()],
+        ours: vec!["[deny] has 1000000 replicas".into()],
+        mutation: "/spec/replicas number changed".into(),
+    });
+    assert_eq!(figures.unexplained.len(), 1);
+    assert_eq!(figures.per_class.values().sum::<usize>(), 1);
+}
