@@ -579,6 +579,7 @@ fn eval_reads_standard_input_without_f_or_with_f_dash() {
     for args in [
         &["eval", "-o", "json"][..],
         &["eval", "-o", "json", "-f", "-"],
+        &["eval", "-o", "json", "-f", "-", "-f", "-"],
     ] {
         let output = run_with_stdin(args, stream.as_bytes());
         assert_eq!(

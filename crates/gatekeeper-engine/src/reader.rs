@@ -73,7 +73,8 @@ pub const STDIN_PATH: &str = "-";
 
 /// [`read_sources_with_origin`] where the path `-` ([`STDIN_PATH`]) is `stdin`, read once to
 /// its end within the same caps (a YAML or JSON stream, as `gator test` reads standard input);
-/// without `stdin`, `-` is an ordinary path. Objects read from it come from the path `-`.
+/// without `stdin`, `-` is an ordinary path. Objects read from it come from the path `-`; a
+/// second `-` adds nothing.
 pub fn read_sources_with_stdin(
     paths: &[PathBuf],
     mut stdin: Option<&mut dyn std::io::Read>,
@@ -88,10 +89,13 @@ pub fn read_sources_with_stdin(
         );
         Ok::<(), EngineError>(())
     };
+    let reads_stdin = stdin.is_some();
     for path in paths {
-        if path.as_os_str() == STDIN_PATH
-            && let Some(reader) = stdin.take()
-        {
+        if reads_stdin && path.as_os_str() == STDIN_PATH {
+            // A second `-` finds standard input already read to its end: nothing more.
+            let Some(reader) = stdin.take() else {
+                continue;
+            };
             let text = bounded_input::read_capped_to_string(
                 reader,
                 budget.next_cap(MAX_FILE_BYTES),
