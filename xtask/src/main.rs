@@ -9,7 +9,8 @@
 //! - `fixtures [--check]`: regenerate committed fixtures (or fail when they are stale).
 //! - `bench <name>`: run a release-mode benchmark and report wall time and peak RSS.
 //! - `chart`: the chart tests (`system-tests`' `chart_*`).
-//! - `parity [--gator PATH]`: fixtures freshness, then the parity tests (with the gator at PATH).
+//! - `parity [--gator PATH]`: fixtures freshness, then the parity and differential tests (with
+//!   the gator at PATH).
 //! - `opa-diff [--record]`: the live-OPA test (`--record` rewrites OPA's recorded answers).
 //! - `tidy`: repository conventions.
 //!
@@ -106,10 +107,11 @@ fn test() -> Result<()> {
     Ok(())
 }
 
-/// Parity on fresh fixtures: the committed fixtures are what its scenarios read.
+/// Parity and the differential check on fresh fixtures: the committed fixtures are what their
+/// scenarios read.
 fn parity(env: &[(&str, &str)]) -> Result<()> {
     fixtures::check()?;
-    util::tests(SYSTEM_TESTS, &["parity"], env)
+    util::tests(SYSTEM_TESTS, &["parity", "differential"], env)
 }
 
 /// The loud line naming the real-server checks that will not run (printed now and again at the

@@ -1,5 +1,6 @@
 //! `workload-report eval`: reviews objects against templates and constraints like `gator test`
-//! (every object from the files and directories given with `-f` is read, put into
+//! (every object from the files and directories given with `-f` — standard input without `-f`
+//! or with `-f -`, as in `kustomize build … | workload-report eval` — is read, put into
 //! `data.inventory` and reviewed, then expanded by the ExpansionTemplates among them and its
 //! resultants reviewed) and prints gator's `-o json`, `-o yaml` or human output.
 //! Exit code: 1 when an enforceable (deny) result exists, 0 otherwise, 2 on input errors.
@@ -27,8 +28,9 @@ pub(crate) enum Format {
 /// Arguments of `workload-report eval`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct EvalArgs {
-    /// A file (.yaml, .yml, .json) or a directory (walked recursively); repeatable.
-    #[arg(short = 'f', long = "filename", required = true)]
+    /// A file (.yaml, .yml, .json) or a directory (walked recursively); repeatable. `-` (and
+    /// no `-f` at all) reads standard input.
+    #[arg(short = 'f', long = "filename")]
     filenames: Vec<PathBuf>,
     /// Output format.
     #[arg(
@@ -64,8 +66,14 @@ pub(crate) struct CelFlag {
 
 /// Runs `workload-report eval`.
 pub(crate) fn run(args: EvalArgs) -> anyhow::Result<ExitCode> {
-    let sourced =
-        gatekeeper_engine::read_sources_with_origin(&args.filenames).context("reading inputs")?;
+    let filenames = if args.filenames.is_empty() {
+        vec![PathBuf::from(gatekeeper_engine::STDIN_PATH)]
+    } else {
+        args.filenames
+    };
+    let mut stdin = std::io::stdin().lock();
+    let sourced = gatekeeper_engine::read_sources_with_stdin(&filenames, Some(&mut stdin))
+        .context("reading inputs")?;
     let origins: Vec<(PathBuf, String, String)> = sourced
         .iter()
         .map(|(path, object)| (path.clone(), field(object, "kind"), name_of(object)))
@@ -138,5 +146,9 @@ fn naming_the_file(error: EngineError, origins: &[(PathBuf, String, String)]) ->
 }
 
 fn in_file(path: &Path) -> String {
-    format!("in {}", path.display())
+    if path.as_os_str() == gatekeeper_engine::STDIN_PATH {
+        "in standard input".to_string()
+    } else {
+        format!("in {}", path.display())
+    }
 }

@@ -209,17 +209,25 @@ fn verify_without_recursion_reads_only_the_directory() {
     assert_eq!(stdout(&output), "PASS\n\n");
 }
 
+/// `target` named from `dir` by climbing to the root with `..` (gator joins even an absolute
+/// name to the Suite's folder).
+fn climbing_to(dir: &Path, target: &Path) -> String {
+    let dir = dir.canonicalize().unwrap();
+    let target = target.canonicalize().unwrap();
+    let up = "../".repeat(dir.components().count() - 1);
+    format!("{up}{}", target.strip_prefix("/").unwrap().display())
+}
+
 #[test]
 fn verify_reports_failures_and_exits_1() {
     let dir = tempfile::tempdir().unwrap();
     let fixtures = root().join("fixtures/gatekeeper/replicalimits");
+    let name = |file: &str| climbing_to(dir.path(), &fixtures.join(file));
     let suite = format!(
         "kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\ntests:\n- name: bounds\n  template: {t}\n  constraint: {c}\n  cases:\n  - name: wrong-count\n    object: {o}\n    assertions:\n    - violations: 2\n  - name: right\n    object: {o}\n    assertions:\n    - violations: yes\n      message: \"has 50 replicas\"\n- name: not-invalid\n  template: {t}\n  constraint: {c}\n  invalid: true\n",
-        t = fixtures.join("template.yaml").display(),
-        c = fixtures.join("samples/bounds/constraint.yaml").display(),
-        o = fixtures
-            .join("samples/bounds/example_too_many.yaml")
-            .display(),
+        t = name("template.yaml"),
+        c = name("samples/bounds/constraint.yaml"),
+        o = name("samples/bounds/example_too_many.yaml"),
     );
     std::fs::write(dir.path().join("suite.yaml"), suite).unwrap();
     let verify = |extra: &[&str]| {
@@ -230,16 +238,25 @@ fn verify_reports_failures_and_exits_1() {
             .output()
             .unwrap()
     };
-    let output = verify(&["--allow-outside-suite"]);
+    let output = verify(&[]);
     assert_eq!(output.status.code(), Some(1));
     assert_eq!(stderr(&output), "Error: FAIL\n");
     insta::assert_snapshot!("verify_failures", without_durations(&stdout(&output)));
-    // Without the flag, the absolute paths leave the Suite's directory: refused.
-    let output = verify(&[]);
+    // The old opt-in is accepted, has no effect and says so.
+    let output = verify(&["--allow-outside-suite"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        stderr(&output)
+            .starts_with("warning: --allow-outside-suite is deprecated and has no effect"),
+        "{}",
+        stderr(&output)
+    );
+    // Confined, the names climbing out of the Suite's directory are refused.
+    let output = verify(&["--confine-to-suite"]);
     assert_eq!(output.status.code(), Some(1));
     let text = stdout(&output);
     assert!(text.contains("is outside the Suite's directory"), "{text}");
-    assert!(text.contains("use --allow-outside-suite"), "{text}");
+    assert!(text.contains("(--confine-to-suite)"), "{text}");
 }
 
 /// A Suite in a fresh directory, with `files` beside it; returns the directory.
@@ -254,22 +271,19 @@ fn suite_dir(suite: &str, files: &[(&str, &str)]) -> tempfile::TempDir {
     dir
 }
 
-fn verify_in(dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_workload-report"))
-        .args(["verify", "suite/..."])
-        .current_dir(dir.parent().unwrap())
-        .output()
-        .unwrap()
-}
-
 const ONE_CASE_SUITE: &str = "kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\ntests:\n- name: t\n  template: template.yaml\n  constraint: constraint.yaml\n  cases:\n  - name: c\n    object: OBJECT\n    assertions:\n    - violations: no\n";
 
 #[test]
-fn verify_refuses_relative_paths_that_climb_out_and_never_quotes_files() {
+fn verify_reads_paths_that_climb_out_unless_confined_and_never_quotes_files() {
     let outer = tempfile::tempdir().unwrap();
     let suite = outer.path().join("suite");
     std::fs::create_dir_all(&suite).unwrap();
     std::fs::write(outer.path().join("secret.yaml"), "- hunter2-password\n").unwrap();
+    std::fs::write(
+        outer.path().join("allowed.yaml"),
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: web\n  namespace: shop\n  labels:\n    owner: payments.team\n    app: web\n",
+    )
+    .unwrap();
     let labels = root().join("fixtures/gatekeeper/requiredlabels");
     std::fs::copy(labels.join("template.yaml"), suite.join("template.yaml")).unwrap();
     std::fs::copy(
@@ -278,24 +292,43 @@ fn verify_refuses_relative_paths_that_climb_out_and_never_quotes_files() {
     )
     .unwrap();
     std::fs::write(suite.join("list.txt"), "- hunter2-password\n").unwrap();
-    std::fs::write(
-        suite.join("suite.yaml"),
-        ONE_CASE_SUITE.replace("OBJECT", "../secret.yaml"),
-    )
-    .unwrap();
-    let output = verify_in(&suite);
+    let confined = |object: &str, confine: bool| {
+        std::fs::write(
+            suite.join("suite.yaml"),
+            ONE_CASE_SUITE.replace("OBJECT", object),
+        )
+        .unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_workload-report"));
+        command.args(["verify", "suite/..."]);
+        if confine {
+            command.arg("--confine-to-suite");
+        }
+        command.current_dir(outer.path()).output().unwrap()
+    };
+    // gator's default: `..` leaves the Suite's folder.
+    let output = confined("../allowed.yaml", false);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    let output = confined("../secret.yaml", false);
     assert_eq!(output.status.code(), Some(1));
     let text = stdout(&output);
     assert!(
-        text.contains("\"../secret.yaml\" is outside the Suite's directory"),
+        text.contains("secret.yaml\": document is not an object but a sequence"),
         "{text}"
     );
-    std::fs::write(
-        suite.join("suite.yaml"),
-        ONE_CASE_SUITE.replace("OBJECT", "list.txt"),
-    )
-    .unwrap();
-    let output = verify_in(&suite);
+    assert!(!text.contains("hunter2"), "{text}");
+    // Confined: refused before reading, by name and through a symlink.
+    for object in ["../allowed.yaml", "link.yaml"] {
+        let _ =
+            std::os::unix::fs::symlink(outer.path().join("allowed.yaml"), suite.join("link.yaml"));
+        let output = confined(object, true);
+        assert_eq!(output.status.code(), Some(1), "{object}");
+        let text = stdout(&output);
+        assert!(
+            text.contains(&format!("\"{object}\" is outside the Suite's directory")),
+            "{text}"
+        );
+    }
+    let output = confined("list.txt", true);
     assert_eq!(output.status.code(), Some(1));
     let text = stdout(&output);
     assert!(
@@ -501,4 +534,181 @@ fn verify_rejects_bad_paths() {
     let output = run(&["verify", "fixtures/gatekeeper/nope"]);
     assert_eq!(output.status.code(), Some(2));
     assert!(stderr(&output).contains("listing test files"));
+}
+
+/// `eval ARGS` with `input` on standard input.
+fn run_with_stdin(args: &[&str], input: &[u8]) -> Output {
+    use std::io::Write;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_workload-report"))
+        .args(args)
+        .current_dir(root())
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(input).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn eval_reads_standard_input_without_f_or_with_f_dash() {
+    let dir = "fixtures/gatekeeper/requiredlabels";
+    let stream = [
+        format!("{dir}/template.yaml"),
+        format!("{dir}/samples/owner-label/constraint.yaml"),
+        format!("{dir}/samples/owner-label/example_missing.yaml"),
+    ]
+    .iter()
+    .map(|file| std::fs::read_to_string(root().join(file)).unwrap())
+    .collect::<Vec<_>>()
+    .join("\n---\n");
+    let from_files = run(&[
+        "eval",
+        "-o",
+        "json",
+        "-f",
+        &format!("{dir}/template.yaml"),
+        "-f",
+        &format!("{dir}/samples/owner-label/constraint.yaml"),
+        "-f",
+        &format!("{dir}/samples/owner-label/example_missing.yaml"),
+    ]);
+    assert_eq!(from_files.status.code(), Some(1), "{}", stderr(&from_files));
+    assert!(stdout(&from_files).contains("missing required labels"));
+    for args in [
+        &["eval", "-o", "json"][..],
+        &["eval", "-o", "json", "-f", "-"],
+        &["eval", "-o", "json", "-f", "-", "-f", "-"],
+    ] {
+        let output = run_with_stdin(args, stream.as_bytes());
+        assert_eq!(
+            output.status.code(),
+            Some(1),
+            "{args:?} {}",
+            stderr(&output)
+        );
+        assert_eq!(stdout(&output), stdout(&from_files), "{args:?}");
+    }
+    // `-` among files: the template from stdin, the rest from files.
+    let template = std::fs::read(root().join(format!("{dir}/template.yaml"))).unwrap();
+    let output = run_with_stdin(
+        &[
+            "eval",
+            "-o",
+            "json",
+            "-f",
+            "-",
+            "-f",
+            &format!("{dir}/samples/owner-label/constraint.yaml"),
+            "-f",
+            &format!("{dir}/samples/owner-label/example_missing.yaml"),
+        ],
+        &template,
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    assert_eq!(stdout(&output), stdout(&from_files));
+    // Nothing on stdin: gator's "no input data identified" (an input error).
+    let output = run_with_stdin(&["eval"], b"");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        stderr(&output).contains("no input data identified"),
+        "{}",
+        stderr(&output)
+    );
+    // A stdin error names standard input and does not quote it.
+    let output = run_with_stdin(&["eval"], b"secret-token: [\n");
+    assert_eq!(output.status.code(), Some(2));
+    assert!(
+        !stderr(&output).contains("secret-token"),
+        "{}",
+        stderr(&output)
+    );
+}
+
+#[test]
+fn verify_says_on_stderr_what_gator_passes_over_and_exits_as_gator() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("empty")).unwrap();
+    std::fs::create_dir_all(dir.path().join("other")).unwrap();
+    std::fs::write(
+        dir.path().join("other/configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: secret-named\n",
+    )
+    .unwrap();
+    let in_dir = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_workload-report"))
+            .arg("verify")
+            .args(args)
+            .current_dir(dir.path())
+            .output()
+            .unwrap()
+    };
+    for (args, warning) in [
+        (
+            &["empty/..."][..],
+            "warning: no Suite found under empty/...\n",
+        ),
+        (&["empty"], "warning: no Suite found under empty\n"),
+        (
+            &["other/configmap.yaml"],
+            "warning: no Suite found under other/configmap.yaml: the file is not of apiVersion \
+             test.gatekeeper.sh/* and kind Suite\n",
+        ),
+    ] {
+        let output = in_dir(args);
+        assert_eq!(output.status.code(), Some(0), "{args:?}");
+        assert_eq!(stdout(&output), "PASS\n\n", "{args:?}");
+        assert_eq!(stderr(&output), warning, "{args:?}");
+    }
+    let suite = "fixtures/gatekeeper/requiredlabels/suite.yaml";
+    for filter in [
+        "no-such-test",
+        "no-such-test//",
+        "owner-label//no-such-case",
+    ] {
+        let output = run(&["verify", suite, "--run", filter]);
+        assert_eq!(output.status.code(), Some(0), "{filter}");
+        assert_eq!(
+            stderr(&output),
+            format!("warning: no test matched --run {filter:?}\n")
+        );
+        assert!(stdout(&output).ends_with("PASS\n\n"), "{}", stdout(&output));
+    }
+    let output = run(&["verify", suite, "--run", "owner-label"]);
+    assert_eq!(stderr(&output), "");
+
+    let labels = root().join("fixtures/gatekeeper/requiredlabels");
+    let name = |file: &str| climbing_to(dir.path(), &labels.join(file));
+    std::fs::write(
+        dir.path().join("suite.yaml"),
+        format!(
+            "kind: Suite\napiVersion: test.gatekeeper.sh/v1alpha1\nowner: me\ntests:\n- name: t\n  template: {}\n  constraint: {}\n  cases:\n  - name: c\n    objects: x.yaml\n    object: {}\n    assertions:\n    - violations: no\n      messages: x\n",
+            name("template.yaml"),
+            name("samples/owner-label/constraint.yaml"),
+            name("samples/owner-label/example_allowed.yaml"),
+        ),
+    )
+    .unwrap();
+    let output = in_dir(&["suite.yaml"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    assert_eq!(
+        stderr(&output),
+        "warning: suite.yaml: unknown key owner (gator ignores it)\n\
+         warning: suite.yaml: unknown key tests[0].cases[0].objects (gator ignores it)\n\
+         warning: suite.yaml: unknown key tests[0].cases[0].assertions[0].messages (gator ignores it)\n"
+    );
+}
+
+#[test]
+fn verify_verbose_prints_a_line_per_test_and_case_as_gator() {
+    let output = run(&[
+        "verify",
+        "-v",
+        "fixtures/gatekeeper/requiredlabels/suite.yaml",
+        "--run",
+        "owner-label//allowed|missing",
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", stdout(&output));
+    insta::assert_snapshot!("verify_verbose", without_durations(&stdout(&output)));
 }

@@ -288,3 +288,94 @@ fn copy_dir(from: &Path, to: &Path) {
         }
     }
 }
+
+/// `program verify ARGS` in `dir`: exit code, stdout with durations masked, stderr.
+fn verify_in(program: &Path, dir: &Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let output = Command::new(program)
+        .arg("verify")
+        .args(args)
+        .current_dir(dir)
+        .env_clear()
+        .env("HOME", std::env::temp_dir())
+        .output()
+        .unwrap();
+    let masked = String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .map(|line| match line.rsplit_once('\t') {
+            Some((head, tail)) if tail.ends_with('s') || tail.ends_with("s)") => {
+                format!("{head}\t<d>")
+            }
+            _ => line.to_string(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    (
+        output.status.code(),
+        masked,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn real_gator_and_verify_agree_on_exit_codes_and_verbose_lines_where_nothing_or_little_runs() {
+    let Some(gator) = require(
+        Tool::Gator,
+        "real_gator_and_verify_agree_on_exit_codes_and_verbose_lines_where_nothing_or_little_runs",
+    ) else {
+        return;
+    };
+    let gator = gator.bin("gator");
+    let ours = PathBuf::from(env!("CARGO_BIN_EXE_workload-report"));
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir_all(dir.path().join("empty")).unwrap();
+    std::fs::create_dir_all(dir.path().join("other")).unwrap();
+    std::fs::write(
+        dir.path().join("other/configmap.yaml"),
+        "apiVersion: v1\nkind: ConfigMap\nmetadata:\n  name: c\n",
+    )
+    .unwrap();
+    let suite = dir.path().join("labels");
+    std::fs::create_dir_all(&suite).unwrap();
+    copy_dir(&root().join("fixtures/gatekeeper/requiredlabels"), &suite);
+    // One failing case, one skipped case and an unknown key, beside the fixture's tests.
+    let text = std::fs::read_to_string(suite.join("suite.yaml")).unwrap().replacen(
+        "    cases:\n",
+        "    cases:\n      - name: wrong-count\n        object: samples/owner-label/example_missing.yaml\n        assertions:\n          - violations: 3\n      - name: skipped\n        skip: true\n        objects: none.yaml\n",
+        1,
+    );
+    std::fs::write(suite.join("suite.yaml"), text).unwrap();
+    let runs: [(&[&str], Option<&str>); 8] = [
+        (&["empty/..."], Some("no Suite found under empty/...")),
+        (&["empty"], Some("no Suite found under empty")),
+        (
+            &["other/configmap.yaml"],
+            Some("no Suite found under other/configmap.yaml"),
+        ),
+        (
+            &["labels/...", "--run", "nothing-like-this"],
+            Some("no test matched --run"),
+        ),
+        (
+            &["labels/...", "--run", "owner-label//nothing"],
+            Some("no test matched --run"),
+        ),
+        (
+            &["labels/...", "-v", "--run", "owner-label"],
+            Some("unknown key tests[0].cases[1].objects"),
+        ),
+        (&["labels/...", "-v"], None),
+        (&["labels/suite.yaml", "--run", "//allowed"], None),
+    ];
+    for (args, warning) in runs {
+        let (gator_code, gator_out, _) = verify_in(&gator, dir.path(), args);
+        let (our_code, our_out, our_err) = verify_in(&ours, dir.path(), args);
+        assert_eq!(
+            our_code, gator_code,
+            "{args:?}: exit codes\n{gator_out}\n---\n{our_out}"
+        );
+        assert_eq!(our_out, gator_out, "{args:?}: stdout");
+        if let Some(warning) = warning {
+            assert!(our_err.contains(warning), "{args:?}: {our_err}");
+        }
+    }
+}

@@ -60,9 +60,9 @@ pub use expansion::{
 };
 pub use inventory::Inventory;
 pub use reader::{
-    MAX_FILE_BYTES, MAX_TOTAL_BYTES, gator_numbers, normalize_numbers, parse_stream,
-    read_source_file, read_sources, read_sources_with_origin, read_verify_file,
-    read_verify_file_within, yaml_to_json,
+    MAX_FILE_BYTES, MAX_TOTAL_BYTES, STDIN_PATH, gator_numbers, normalize_numbers, parse_stream,
+    read_source_file, read_sources, read_sources_with_origin, read_sources_with_stdin,
+    read_verify_file, read_verify_file_within, yaml_to_json,
 };
 pub use request::ReviewRequest;
 pub use result::{ConstraintRef, ObjectRef, ReviewResult};

@@ -53,8 +53,9 @@ fn check_nesting(path: &Path, text: &str) -> Result<(), EngineError> {
 /// `.json`; a directory is walked recursively in lexical order and other files are skipped.
 /// Each file is a multi-document YAML stream or a stream of JSON objects; empty documents are
 /// skipped and every number becomes what Go's `float64` makes of it ([`gator_numbers`]).
-/// Unlike gator, standard input is never read. Files are read with [`MAX_FILE_BYTES`] each and
-/// [`MAX_TOTAL_BYTES`] together; FIFOs, devices and other non-regular files are refused.
+/// Standard input is read only through [`read_sources_with_stdin`]. Files are read with
+/// [`MAX_FILE_BYTES`] each and [`MAX_TOTAL_BYTES`] together; FIFOs, devices and other
+/// non-regular files are refused.
 pub fn read_sources(paths: &[PathBuf]) -> Result<Vec<Value>, EngineError> {
     Ok(read_sources_with_origin(paths)?
         .into_iter()
@@ -64,33 +65,61 @@ pub fn read_sources(paths: &[PathBuf]) -> Result<Vec<Value>, EngineError> {
 
 /// [`read_sources`], with the file each object came from.
 pub fn read_sources_with_origin(paths: &[PathBuf]) -> Result<Vec<(PathBuf, Value)>, EngineError> {
+    read_sources_with_stdin(paths, None)
+}
+
+/// What names standard input, as a path argument and in errors.
+pub const STDIN_PATH: &str = "-";
+
+/// [`read_sources_with_origin`] where the path `-` ([`STDIN_PATH`]) is `stdin`, read once to
+/// its end within the same caps (a YAML or JSON stream, as `gator test` reads standard input);
+/// without `stdin`, `-` is an ordinary path. Objects read from it come from the path `-`; a
+/// second `-` adds nothing.
+pub fn read_sources_with_stdin(
+    paths: &[PathBuf],
+    mut stdin: Option<&mut dyn std::io::Read>,
+) -> Result<Vec<(PathBuf, Value)>, EngineError> {
     let mut budget = bounded_input::Budget::new(MAX_TOTAL_BYTES);
     let mut objects = Vec::new();
-    let mut read = |file: &Path, objects: &mut Vec<(PathBuf, Value)>| {
-        let text = read_text(file, &mut budget)?;
+    let add = |file: &Path, text: &str, objects: &mut Vec<(PathBuf, Value)>| {
         objects.extend(
-            parse_stream(file, &text)?
+            parse_stream(file, text)?
                 .into_iter()
                 .map(|object| (file.to_path_buf(), object)),
         );
         Ok::<(), EngineError>(())
     };
+    let reads_stdin = stdin.is_some();
     for path in paths {
+        if reads_stdin && path.as_os_str() == STDIN_PATH {
+            // A second `-` finds standard input already read to its end: nothing more.
+            let Some(reader) = stdin.take() else {
+                continue;
+            };
+            let text = bounded_input::read_capped_to_string(
+                reader,
+                budget.next_cap(MAX_FILE_BYTES),
+                "standard input",
+            )?;
+            budget.take(text.len() as u64, "standard input")?;
+            add(path, &text, &mut objects)?;
+            continue;
+        }
         let meta = std::fs::metadata(path).map_err(|source| EngineError::Io {
             path: path.clone(),
             source,
         })?;
+        let mut files = Vec::new();
         if meta.is_dir() {
-            let mut files = Vec::new();
             walk(path, &mut files)?;
-            for file in files {
-                read(&file, &mut objects)?;
-            }
+        } else if has_extension(path) {
+            files.push(path.clone());
         } else {
-            if !has_extension(path) {
-                return Err(EngineError::Extension { path: path.clone() });
-            }
-            read(path, &mut objects)?;
+            return Err(EngineError::Extension { path: path.clone() });
+        }
+        for file in files {
+            let text = read_text(&file, &mut budget)?;
+            add(&file, &text, &mut objects)?;
         }
     }
     Ok(objects)

@@ -2,11 +2,12 @@
 //! embedded engine with gator's rules (see `docs/gatekeeper-semantics.md`) and renders gator's
 //! output (`--- FAIL` lines, `ok`/`FAIL` per suite, `PASS`/`FAIL` last).
 //!
-//! Unlike gator, the files a Suite names must stay inside the Suite's directory tree (an
-//! absolute path, `..` or a symlink leading out is refused unless
-//! [`VerifyOptions::allow_outside_suite`]), every file is read capped
-//! ([`crate::MAX_FILE_BYTES`] each, [`SUITE_BUDGET`] per Suite) and errors name files, never
-//! quote them. Assertion messages and `--run` filters are Go regular expressions
+//! The files a Suite names resolve as gator resolves them: joined to the Suite's folder and
+//! cleaned lexically (an absolute name ends up below the folder, `..` may leave it). With
+//! [`VerifyOptions::confine_to_suite`] (for CI running suites from untrusted pull requests) a
+//! name leading out of the folder, by `..` or through a symlink, is refused. Either way only
+//! regular files are read, each capped ([`crate::MAX_FILE_BYTES`] each, [`SUITE_BUDGET`] per
+//! Suite), and errors name files, never quote them. Assertion messages and `--run` filters are Go regular expressions
 //! ([`crate::goregex`]). A test's `expansion:` file holds ExpansionTemplates; each case's object
 //! is expanded after its review and its resultants reviewed too, as gator does.
 
@@ -36,8 +37,10 @@ pub const SUITE_BUDGET: u64 = 256 << 20;
 pub struct VerifyOptions {
     /// Only tests/cases matching this Go regex (`TEST//CASE` for both).
     pub filter: Option<String>,
-    /// Let Suites name files outside their own directory tree.
-    pub allow_outside_suite: bool,
+    /// Refuse files outside the Suite's directory tree (gator reads them).
+    pub confine_to_suite: bool,
+    /// gator's `-v`: a line per test and case run or skipped.
+    pub verbose: bool,
     /// gator's `--enable-k8s-native-validation` (default on): templates with CEL code are
     /// evaluated by it.
     pub k8s_native_validation: bool,
@@ -47,7 +50,8 @@ impl Default for VerifyOptions {
     fn default() -> VerifyOptions {
         VerifyOptions {
             filter: None,
-            allow_outside_suite: false,
+            confine_to_suite: false,
+            verbose: false,
             k8s_native_validation: true,
         }
     }
@@ -79,6 +83,9 @@ pub struct VerifyOutcome {
     pub output: String,
     /// Whether every suite passed.
     pub passed: bool,
+    /// What gator passes over in silence and we say on stderr: a path with no Suite, a
+    /// `--run` filter matching nothing, keys of a Suite that gator ignores.
+    pub warnings: Vec<String>,
 }
 
 /// The `--run` filter: `a//b` (test AND case) or one regex (test OR case names).
@@ -146,27 +153,66 @@ impl Filter {
 pub fn run(paths: &[String], options: &VerifyOptions) -> Result<VerifyOutcome, VerifyError> {
     let filter = Filter::parse(options.filter.as_deref())?;
     let mut suites = Vec::new();
+    let mut warnings = Vec::new();
     for path in paths {
-        suites.extend(list_suites(path)?);
+        let listed = list_suites(path)?;
+        if listed.suites.is_empty() {
+            warnings.push(no_suite_warning(path, listed.not_a_suite));
+        }
+        suites.extend(listed.suites);
     }
     suites.sort_by(|a, b| a.0.cmp(&b.0));
     let mut output = String::new();
     let mut passed = true;
+    let mut ran = 0;
     for (path, suite) in suites {
+        warnings.extend(
+            unknown_keys(&suite)
+                .into_iter()
+                .map(|key| format!("{}: unknown key {key} (gator ignores it)", path.display())),
+        );
         let started = Instant::now();
-        let files = SuiteFiles::new(&path, options.allow_outside_suite);
-        let (text, ok) = run_suite(&files, &suite, &filter, options.k8s_native_validation);
-        output.push_str(&text);
+        let files = SuiteFiles::new(&path, options.confine_to_suite);
+        let run = SuiteRun {
+            files: &files,
+            filter: &filter,
+            native: options.k8s_native_validation,
+            verbose: options.verbose,
+        };
+        let outcome = run.suite(&suite);
+        output.push_str(&outcome.text);
         output.push_str(&format!(
             "{}\t{}\t{:.3}s\n",
-            if ok { "ok" } else { "FAIL" },
+            if outcome.ok { "ok" } else { "FAIL" },
             path.display(),
             started.elapsed().as_secs_f64()
         ));
-        passed &= ok;
+        passed &= outcome.ok;
+        ran += outcome.ran;
+    }
+    if let Some(text) = options.filter.as_deref().filter(|t| !t.is_empty())
+        && ran == 0
+    {
+        warnings.push(format!("no test matched --run {text:?}"));
     }
     output.push_str(if passed { "PASS\n\n" } else { "FAIL\n\n" });
-    Ok(VerifyOutcome { output, passed })
+    Ok(VerifyOutcome {
+        output,
+        passed,
+        warnings,
+    })
+}
+
+/// The stderr line for a path argument under which no Suite was found (gator prints `PASS`).
+/// The file's own `kind` is not quoted: errors never echo contents.
+fn no_suite_warning(path: &str, not_a_suite: bool) -> String {
+    if not_a_suite {
+        format!(
+            "no Suite found under {path}: the file is not of apiVersion test.gatekeeper.sh/* and kind Suite"
+        )
+    } else {
+        format!("no Suite found under {path}")
+    }
 }
 
 fn is_yaml(path: &Path) -> bool {
@@ -176,8 +222,16 @@ fn is_yaml(path: &Path) -> bool {
     )
 }
 
+/// The Suites found under one path argument.
+struct Listed {
+    /// Each Suite's file and contents.
+    suites: Vec<(PathBuf, Value)>,
+    /// Whether the argument named one YAML file that is not a Suite.
+    not_a_suite: bool,
+}
+
 /// Lists and parses every YAML file under `arg`; returns the Suites among them.
-fn list_suites(arg: &str) -> Result<Vec<(PathBuf, Value)>, VerifyError> {
+fn list_suites(arg: &str) -> Result<Listed, VerifyError> {
     let listing = |reason: String| VerifyError::Listing { reason };
     let (base, recursive) = match arg.strip_suffix("/...") {
         Some(base) => (if base.is_empty() { "." } else { base }, true),
@@ -204,7 +258,9 @@ fn list_suites(arg: &str) -> Result<Vec<(PathBuf, Value)>, VerifyError> {
     } else {
         collect_yaml(&base, recursive, &mut files).map_err(|e| listing(e.to_string()))?;
     }
+    let single = files.len() == 1 && meta.is_file();
     let mut suites = Vec::new();
+    let mut not_a_suite = false;
     for file in files {
         let text = bounded_input::read_file_to_string(&file, MAX_FILE_BYTES)
             .map_err(|e| listing(format!("reading {e}")))?;
@@ -236,9 +292,14 @@ fn list_suites(arg: &str) -> Result<Vec<(PathBuf, Value)>, VerifyError> {
         let (group, _) = group_version(str_at(&value, &["apiVersion"]));
         if group == "test.gatekeeper.sh" && str_at(&value, &["kind"]) == "Suite" {
             suites.push((file, value));
+        } else if single {
+            not_a_suite = true;
         }
     }
-    Ok(suites)
+    Ok(Listed {
+        suites,
+        not_a_suite,
+    })
 }
 
 /// The YAML files of `dir` (and below, when `recursive`), sorted; symlinked directories are not
@@ -272,38 +333,40 @@ fn name_of(value: &Value) -> String {
         .to_string()
 }
 
-/// Reads the files one Suite names: relative to its directory, inside its tree unless allowed,
-/// all of them within one budget.
+/// Reads the files one Suite names, resolved as gator resolves them (see the module doc), all
+/// of them within one budget.
 struct SuiteFiles {
     /// The directory of the Suite file.
     dir: PathBuf,
-    allow_outside: bool,
+    confine: bool,
     budget: std::cell::RefCell<bounded_input::Budget>,
 }
 
 impl SuiteFiles {
-    fn new(suite: &Path, allow_outside: bool) -> SuiteFiles {
+    fn new(suite: &Path, confine: bool) -> SuiteFiles {
         SuiteFiles {
             dir: suite.parent().unwrap_or(Path::new(".")).to_path_buf(),
-            allow_outside,
+            confine,
             budget: std::cell::RefCell::new(bounded_input::Budget::new(SUITE_BUDGET)),
         }
     }
 
-    /// The path `name` refers to; refused when it leaves the Suite's directory tree, by its
-    /// own components or through a symlink.
+    /// The path `name` refers to: gator's `path.Join(suite folder, name)`. With confinement,
+    /// refused when it leaves the Suite's directory tree, by its own components or through a
+    /// symlink.
     fn resolve(&self, name: &str) -> Result<PathBuf, String> {
-        let path = self.dir.join(name);
-        if self.allow_outside {
+        let relative = Path::new(name.trim_start_matches('/'));
+        let path = join_lexically(&self.dir, relative);
+        if !self.confine {
             return Ok(path);
         }
         let outside = || {
             format!(
-                "{name:?} is outside the Suite's directory {} (use --allow-outside-suite to allow it)",
+                "{name:?} is outside the Suite's directory {} (--confine-to-suite)",
                 self.dir.display()
             )
         };
-        if Path::new(name).is_absolute() || escapes(Path::new(name)) {
+        if escapes(relative) {
             return Err(outside());
         }
         if let (Ok(real), Ok(root)) = (path.canonicalize(), self.dir.canonicalize())
@@ -322,6 +385,31 @@ impl SuiteFiles {
     }
 }
 
+/// `dir` joined with the relative `name` and cleaned as Go's `path.Join` cleans (`..` removes
+/// the component before it, without looking at the disk); a `..` above a relative `dir`'s
+/// start is kept, one above the root dropped.
+fn join_lexically(dir: &Path, name: &Path) -> PathBuf {
+    use std::path::Component;
+    let mut out = PathBuf::new();
+    for component in dir.components().chain(name.components()) {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other.as_os_str()),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
+}
+
 /// Whether a relative path climbs above where it starts (`../x`, `a/../../x`).
 fn escapes(path: &Path) -> bool {
     let mut depth: i32 = 0;
@@ -338,20 +426,105 @@ fn escapes(path: &Path) -> bool {
     false
 }
 
-/// Runs one suite (`native`: CEL on, see [`VerifyOptions`]); returns its output lines and
-/// whether it passed.
-fn run_suite(files: &SuiteFiles, suite: &Value, filter: &Filter, native: bool) -> (String, bool) {
-    let mut out = String::new();
-    if flag(suite, "skip") {
-        return (out, true);
+/// The keys gator reads at each level of a Suite; others it ignores.
+const SUITE_KEYS: [&str; 5] = ["apiVersion", "kind", "metadata", "tests", "skip"];
+const TEST_KEYS: [&str; 7] = [
+    "name",
+    "template",
+    "constraint",
+    "cases",
+    "invalid",
+    "skip",
+    "expansion",
+];
+const CASE_KEYS: [&str; 5] = ["name", "object", "inventory", "assertions", "skip"];
+const ASSERTION_KEYS: [&str; 2] = ["violations", "message"];
+
+/// Where each key of `suite` that gator does not read sits (`tests[0].cases[1].objct`), in
+/// document order. Keys are the Suite author's, so naming them echoes no object.
+fn unknown_keys(suite: &Value) -> Vec<String> {
+    fn extra(value: &Value, known: &[&str], at: &str, out: &mut Vec<String>) {
+        for key in value.as_object().into_iter().flat_map(|m| m.keys()) {
+            if !known.contains(&key.as_str()) {
+                out.push(format!("{at}{}", key.escape_debug()));
+            }
+        }
     }
-    let mut ok = true;
-    for test in suite
-        .get("tests")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
+    fn items<'a>(value: &'a Value, key: &str) -> impl Iterator<Item = (usize, &'a Value)> {
+        value
+            .get(key)
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .enumerate()
+    }
+    let mut out = Vec::new();
+    extra(suite, &SUITE_KEYS, "", &mut out);
+    for (t, test) in items(suite, "tests") {
+        let at = format!("tests[{t}].");
+        extra(test, &TEST_KEYS, &at, &mut out);
+        for (c, case) in items(test, "cases") {
+            let at = format!("{at}cases[{c}].");
+            extra(case, &CASE_KEYS, &at, &mut out);
+            for (a, assertion) in items(case, "assertions") {
+                extra(
+                    assertion,
+                    &ASSERTION_KEYS,
+                    &format!("{at}assertions[{a}]."),
+                    &mut out,
+                );
+            }
+        }
+    }
+    out
+}
+
+/// What one suite printed, whether it passed and how many cases (or tests without cases) it
+/// ran.
+struct SuiteOutcome {
+    text: String,
+    ok: bool,
+    ran: usize,
+}
+
+/// One suite's run: its files, the `--run` filter, CEL on (`native`, see [`VerifyOptions`])
+/// and gator's `-v`.
+struct SuiteRun<'a> {
+    files: &'a SuiteFiles,
+    filter: &'a Filter,
+    native: bool,
+    verbose: bool,
+}
+
+fn seconds(started: Instant) -> String {
+    format!("{:.3}s", started.elapsed().as_secs_f64())
+}
+
+impl SuiteRun<'_> {
+    /// Runs one suite; its output lines are gator's (with `-v`, a line per test and case run
+    /// or skipped).
+    fn suite(&self, suite: &Value) -> SuiteOutcome {
+        let mut outcome = SuiteOutcome {
+            text: String::new(),
+            ok: true,
+            ran: 0,
+        };
+        if flag(suite, "skip") {
+            return outcome;
+        }
+        for test in suite
+            .get("tests")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+        {
+            self.test(test, &mut outcome);
+        }
+        outcome
+    }
+
+    fn test(&self, test: &Value, outcome: &mut SuiteOutcome) {
+        let out = &mut outcome.text;
         let test_name = name_of(test);
         let cases: Vec<&Value> = test
             .get("cases")
@@ -359,46 +532,66 @@ fn run_suite(files: &SuiteFiles, suite: &Value, filter: &Filter, native: bool) -
             .map(|c| c.iter().collect())
             .unwrap_or_default();
         let case_names: Vec<String> = cases.iter().map(|c| name_of(c)).collect();
-        if flag(test, "skip") || !filter.matches_test(&test_name, &case_names) {
-            continue;
+        if flag(test, "skip") || !self.filter.matches_test(&test_name, &case_names) {
+            if self.verbose {
+                out.push_str(&format!("=== SKIP  {test_name}\n"));
+            }
+            return;
+        }
+        // A test without cases (`invalid: true`) counts as run; one with cases by those run.
+        if cases.is_empty() {
+            outcome.ran += 1;
+        }
+        if self.verbose {
+            out.push_str(&format!("=== RUN   {test_name}\n"));
         }
         let started = Instant::now();
-        let mut case_text = String::new();
         let mut test_failed = false;
-        let test_error = match load_test(files, test, native) {
+        let test_error = match load_test(self.files, test, self.native) {
             Err(e) => Some(e),
             Ok(None) => None,
             Ok(Some((policies, expansions))) => {
                 for case in &cases {
                     let case_name = name_of(case);
-                    if flag(case, "skip") || !filter.matches_case(&test_name, &case_name) {
+                    if flag(case, "skip") || !self.filter.matches_case(&test_name, &case_name) {
+                        if self.verbose {
+                            out.push_str(&format!("    === SKIP  {case_name}\n"));
+                        }
                         continue;
                     }
+                    outcome.ran += 1;
+                    if self.verbose {
+                        out.push_str(&format!("    === RUN   {case_name}\n"));
+                    }
                     let case_started = Instant::now();
-                    if let Err(e) = run_case(files, &policies, &expansions, case) {
-                        test_failed = true;
-                        case_text.push_str(&format!(
-                            "    --- FAIL: {case_name}\t({:.3}s)\n        {e}\n",
-                            case_started.elapsed().as_secs_f64()
-                        ));
+                    match run_case(self.files, &policies, &expansions, case) {
+                        Err(e) => {
+                            test_failed = true;
+                            out.push_str(&format!(
+                                "    --- FAIL: {case_name}\t({})\n        {e}\n",
+                                seconds(case_started)
+                            ));
+                        }
+                        Ok(()) if self.verbose => out.push_str(&format!(
+                            "    --- PASS: {case_name}\t({})\n",
+                            seconds(case_started)
+                        )),
+                        Ok(()) => {}
                     }
                 }
                 None
             }
         };
         if test_error.is_some() || test_failed {
-            ok = false;
-            out.push_str(&case_text);
-            out.push_str(&format!(
-                "--- FAIL: {test_name}\t({:.3}s)\n",
-                started.elapsed().as_secs_f64()
-            ));
+            outcome.ok = false;
+            out.push_str(&format!("--- FAIL: {test_name}\t({})\n", seconds(started)));
             if let Some(e) = test_error {
                 out.push_str(&format!("  {e}\n"));
             }
+        } else if self.verbose {
+            out.push_str(&format!("--- PASS: {test_name}\t({})\n", seconds(started)));
         }
     }
-    (out, ok)
 }
 
 /// Loads a test's template and constraint, then (for a test with cases to run, as gator does,
@@ -690,6 +883,42 @@ mod tests {
         let mut files = Vec::new();
         collect_yaml(dir.path(), true, &mut files).unwrap();
         assert_eq!(files, vec![dir.path().join("a/x.yaml")]);
+    }
+
+    #[test]
+    fn names_join_the_suite_folder_as_gators_path_join() {
+        let join = |dir: &str, name: &str| {
+            let relative = Path::new(name.trim_start_matches('/'));
+            join_lexically(Path::new(dir), relative)
+        };
+        assert_eq!(
+            join("repo/tests/repos", "../../templates/t.yaml"),
+            Path::new("repo/templates/t.yaml")
+        );
+        assert_eq!(join("tests", "../../t.yaml"), Path::new("../t.yaml"));
+        assert_eq!(join("/a/b", "../../../t.yaml"), Path::new("/t.yaml"));
+        assert_eq!(join("/a/b", "/etc/t.yaml"), Path::new("/a/b/etc/t.yaml"));
+        assert_eq!(join("a", "./x/../y.yaml"), Path::new("a/y.yaml"));
+        assert_eq!(join("a", ".."), Path::new("."));
+    }
+
+    #[test]
+    fn unknown_suite_keys_are_named_where_they_sit() {
+        let suite = json!({
+            "kind": "Suite", "apiVersion": "test.gatekeeper.sh/v1alpha1", "bogus": 1,
+            "tests": [{"name": "t", "templat": "x", "cases": [
+                {"name": "c", "objects": "o", "assertions": [{"violation": 1}]}
+            ]}]
+        });
+        assert_eq!(
+            unknown_keys(&suite),
+            [
+                "bogus",
+                "tests[0].templat",
+                "tests[0].cases[0].objects",
+                "tests[0].cases[0].assertions[0].violation"
+            ]
+        );
     }
 
     #[test]

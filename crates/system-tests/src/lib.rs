@@ -11,6 +11,7 @@
 //! - `chart_live`: the rendered RBAC installed into a real kube-apiserver, the report run as the
 //!   chart's ServiceAccount, the dashboard's and alert rules' queries read back from a real Loki;
 //! - `parity`: the engines on fixture objects versus on their projection;
+//! - `differential`: the real gator and the embedded engine on mutated fixture objects;
 //! - `opa_live`: OPA's recorded answers of the Rego corpus against OPA itself.
 //!
 //! The library holds what those tests share: where the workspace and the caches are
