@@ -33,6 +33,21 @@ pub(crate) const ENTRY_MODULE: &str = "template";
 struct RuleInfo {
     /// `Some(n)` for a function of `n` arguments.
     arity: Option<usize>,
+    /// A rule whose value OPA's type checker infers as `any` (one of its definitions has a
+    /// value of no static type, or two have different ones): OPA accepts a call of it with
+    /// `name()` (its checker lets any call of an `any`-typed name through) and evaluates it as
+    /// the rule's value.
+    any_type: bool,
+}
+
+/// A call with empty parentheses of a complete rule that OPA accepts (see
+/// [`RuleInfo::any_type`]): the bytes `start..end` of module `file` are the `()` to drop so
+/// that regorus reads the rule's value.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct EmptyCall {
+    pub(crate) file: String,
+    pub(crate) start: usize,
+    pub(crate) end: usize,
 }
 
 /// A reference from one rule to another (the full path of the target).
@@ -53,14 +68,17 @@ impl From<String> for Refusal {
     }
 }
 
-/// Checks the parsed modules of one template; `v1` is the template's Rego version.
-pub(crate) fn check(modules: &[Ref<Module>], v1: bool) -> Result<(), Refusal> {
+/// Checks the parsed modules of one template; `v1` is the template's Rego version. Returns the
+/// empty-parenthesis calls of complete rules that OPA accepts, which the caller removes
+/// before regorus evaluates the modules.
+pub(crate) fn check(modules: &[Ref<Module>], v1: bool) -> Result<Vec<EmptyCall>, Refusal> {
     let rules = rule_table(modules);
     let entry = modules
         .iter()
         .find(|m| m.package.span.source.file() == ENTRY_MODULE)
         .map(|m| package_path(m));
     let mut graph: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
+    let mut empty_calls = Vec::new();
     let mut first_line: BTreeMap<String, (String, u32)> = BTreeMap::new();
     for module in modules {
         let package = package_path(module);
@@ -83,14 +101,17 @@ pub(crate) fn check(modules: &[Ref<Module>], v1: bool) -> Result<(), Refusal> {
                 locals: locals_of(rule),
                 file,
                 edges: Vec::new(),
+                empty_calls: Vec::new(),
             };
             walker.rule(rule)?;
             graph.entry(path).or_default().extend(walker.edges);
+            empty_calls.extend(walker.empty_calls);
         }
     }
     let shown = |path: &str| shown(entry.as_deref(), path);
     check_cycles(&graph, &first_line, &shown)?;
-    check_depth(&graph, &first_line, &shown)
+    check_depth(&graph, &first_line, &shown)?;
+    Ok(empty_calls)
 }
 
 /// A rule path as gator shows it: the template's own package is `data.template`.
@@ -164,8 +185,83 @@ fn rule_name(rule: &Rule) -> Option<(String, u32)> {
     Some((path.first()?.clone(), refr.span().line))
 }
 
+/// The static type of a literal term as OPA's checker sees it (`None`: none without type
+/// inference, which this does not reproduce, so taken as `any`).
+fn literal_type(expr: &Expr) -> Option<String> {
+    let all = |items: &[Ref<Expr>]| -> Option<Vec<String>> {
+        items.iter().map(|i| literal_type(i)).collect()
+    };
+    Some(match expr {
+        Expr::String { .. } | Expr::RawString { .. } => "string".to_string(),
+        Expr::Number { .. } => "number".to_string(),
+        Expr::Bool { .. } => "boolean".to_string(),
+        Expr::Null { .. } => "null".to_string(),
+        Expr::Array { items, .. } => format!("array<{}>", all(items)?.join(",")),
+        Expr::Set { items, .. } => {
+            let types: BTreeSet<String> = all(items)?.into_iter().collect();
+            format!("set[{}]", types.into_iter().collect::<Vec<_>>().join("|"))
+        }
+        Expr::Object { fields, .. } => {
+            let mut parts = Vec::new();
+            for (_, key, value) in fields {
+                parts.push(format!("{}:{}", key.span().text(), literal_type(value)?));
+            }
+            parts.sort();
+            format!("object<{}>", parts.join(","))
+        }
+        _ => return None,
+    })
+}
+
+/// The static type of one definition of a complete rule: its value, or for a variable the
+/// literal its only body assigns it (`h { h := {"a"} }`); `p { … }` is a boolean.
+fn definition_type(rule: &Rule) -> Option<String> {
+    match rule {
+        Rule::Default { value, .. } => literal_type(value),
+        Rule::Spec {
+            head: RuleHead::Compr { assign, .. },
+            bodies,
+            ..
+        } => {
+            let Some(assign) = assign else {
+                return Some("boolean".to_string());
+            };
+            let Expr::Var { span: var, .. } = assign.value.as_ref() else {
+                return literal_type(&assign.value);
+            };
+            let [body] = bodies.as_slice() else {
+                return None;
+            };
+            body.query.stmts.iter().find_map(|stmt| match &stmt.literal {
+                Literal::Expr { expr, .. } => match expr.as_ref() {
+                    Expr::AssignExpr { lhs, rhs, .. }
+                        if matches!(lhs.as_ref(), Expr::Var { span, .. } if span.text() == var.text()) =>
+                    {
+                        literal_type(rhs)
+                    }
+                    _ => None,
+                },
+                _ => None,
+            })
+        }
+        Rule::Spec { .. } => None,
+    }
+}
+
 /// Every rule and function of the policy by full path (`data.lib.x.f`).
 fn rule_table(modules: &[Ref<Module>]) -> BTreeMap<String, RuleInfo> {
+    let mut types: BTreeMap<String, BTreeSet<Option<String>>> = BTreeMap::new();
+    for module in modules {
+        let package = package_path(module);
+        for rule in &module.policy {
+            if let Some((name, _)) = rule_name(rule) {
+                types
+                    .entry(format!("{package}.{name}"))
+                    .or_default()
+                    .insert(definition_type(rule));
+            }
+        }
+    }
     let mut rules = BTreeMap::new();
     for module in modules {
         let package = package_path(module);
@@ -181,9 +277,11 @@ fn rule_table(modules: &[Ref<Module>]) -> BTreeMap<String, RuleInfo> {
                 Rule::Default { args, .. } if !args.is_empty() => Some(args.len()),
                 _ => None,
             };
-            rules
-                .entry(format!("{package}.{name}"))
-                .or_insert(RuleInfo { arity });
+            let path = format!("{package}.{name}");
+            let any_type = types
+                .get(&path)
+                .is_some_and(|t| t.len() > 1 || t.contains(&None));
+            rules.entry(path).or_insert(RuleInfo { arity, any_type });
         }
     }
     rules
@@ -293,6 +391,7 @@ struct Walker<'a> {
     locals: BTreeSet<String>,
     file: String,
     edges: Vec<Edge>,
+    empty_calls: Vec<EmptyCall>,
 }
 
 /// What a function name in a call refers to.
@@ -427,7 +526,7 @@ impl Walker<'_> {
             Expr::Call {
                 span, fcn, params, ..
             } => {
-                self.call(span.line, fcn, params)?;
+                self.call(span, fcn, params)?;
                 params.iter().try_for_each(|p| self.expr(p))
             }
             Expr::UnaryExpr { expr, .. } => self.expr(expr),
@@ -526,13 +625,29 @@ impl Walker<'_> {
         })
     }
 
-    fn call(&mut self, line: u32, fcn: &Expr, params: &[Ref<Expr>]) -> Result<(), Refusal> {
+    fn call(
+        &mut self,
+        span: &regorus::unstable::Span,
+        fcn: &Expr,
+        params: &[Ref<Expr>],
+    ) -> Result<(), Refusal> {
+        let line = span.line;
         let Some(callee) = self.callee(fcn) else {
             return Ok(());
         };
         match callee {
             Callee::Policy(rule) => {
-                let arity = self.rules.get(&rule).and_then(|r| r.arity);
+                let info = self.rules.get(&rule);
+                let arity = info.and_then(|r| r.arity);
+                if !self.v1 && arity.is_none() && params.is_empty() && info.is_some_and(|r| r.any_type) {
+                    self.empty_calls.push(EmptyCall {
+                        file: self.file.clone(),
+                        start: fcn.span().end as usize,
+                        end: span.end as usize,
+                    });
+                    self.edges.push(rule);
+                    return Ok(());
+                }
                 // `rule()` names no function in OPA; a zero-argument function (`f() = x`) is
                 // one only in Rego v0.
                 if arity.is_none() || (self.v1 && arity == Some(0)) {

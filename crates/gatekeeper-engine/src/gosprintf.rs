@@ -1,14 +1,17 @@
 //! `sprintf` as OPA runs it: arguments converted as OPA's builtin converts them (integral
-//! numbers to Go ints, other numbers to float64, strings as is, other values to their Rego
-//! text), then formatted with Go's `fmt` rules, including its error texts (`%!v(MISSING)`,
-//! `%!(EXTRA …)`, `%!d(float64=3.5)`, `%!s(int64=3)`). regorus' own `sprintf` is undefined in
+//! numbers to Go `int`s, or `*big.Int` past int64, other numbers to float64, strings as is,
+//! every other value — null, booleans, collections — to the Go string of its Rego text), then
+//! formatted with Go's `fmt` rules, including its error texts (`%!v(MISSING)`,
+//! `%!(EXTRA string=null)`, `%!d(float64=3.5)`, `%!s(int=3)`, `%!d(string=true)`). regorus' own `sprintf` is undefined in
 //! those cases, which drops violations a template meant to report (gatekeeper-library's
 //! horizontalpodautoscaler has one verb too many), so this extension replaces it.
 //!
 //! Widths and precisions are parsed as Go parses them (a number that grows past 10^6 while its
 //! digits are read gives up, and the rest of the format is `%!(NOVERB)`), and the output is
 //! capped at [`crate::limits::MAX_TEXT`]: a width, a precision or a result over it is an
-//! evaluation error instead of gigabytes of padding.
+//! evaluation error instead of gigabytes of padding. Rust's formatter refuses precisions past
+//! [`MAX_PRECISION`] (it panics), so a longer precision is formatted at that one and extended
+//! with the zeros Go prints (a float64's exact decimal expansion ends long before).
 
 use regorus::Value;
 
@@ -42,12 +45,13 @@ fn parse_number(chars: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Option<
     number
 }
 
+/// The largest precision Rust's `format!` takes (`u16::MAX`).
+const MAX_PRECISION: usize = u16::MAX as usize;
+
 enum Arg {
     Int(i128),
     Float(f64),
     Str(String),
-    Bool(bool),
-    Other(String),
 }
 
 fn convert(value: &Value) -> Arg {
@@ -61,8 +65,7 @@ fn convert(value: &Value) -> Arg {
             Arg::Float(n.as_f64().unwrap_or(f64::NAN))
         }
         Value::String(s) => Arg::Str(s.to_string()),
-        Value::Bool(b) => Arg::Bool(*b),
-        other => Arg::Other(rego_text(other)),
+        other => Arg::Str(rego_text(other)),
     }
 }
 
@@ -127,11 +130,10 @@ fn go_float(f: f64) -> String {
 
 fn type_name(arg: &Arg) -> &'static str {
     match arg {
-        Arg::Int(_) => "int64",
+        Arg::Int(i) if i64::try_from(*i).is_ok() => "int",
+        Arg::Int(_) => "*big.Int",
         Arg::Float(_) => "float64",
         Arg::Str(_) => "string",
-        Arg::Bool(_) => "bool",
-        Arg::Other(_) => "ast.Value",
     }
 }
 
@@ -140,9 +142,40 @@ fn plain(arg: &Arg) -> String {
         Arg::Int(i) => i.to_string(),
         Arg::Float(f) => go_float(*f),
         Arg::Str(s) => s.clone(),
-        Arg::Bool(b) => b.to_string(),
-        Arg::Other(s) => s.clone(),
     }
+}
+
+/// `f` with `precision` digits after the point, past [`MAX_PRECISION`] too.
+fn fixed(f: f64, precision: usize) -> String {
+    let text = format!("{:.*}", precision.min(MAX_PRECISION), f);
+    extend_zeros(text, f, precision, MAX_PRECISION, None)
+}
+
+/// `f` in Go's `%e` form with `precision` mantissa digits, past [`MAX_PRECISION`] too.
+fn exponent(f: f64, precision: usize) -> String {
+    // `{:.*e}` counts the leading digit too, so it takes one digit less.
+    let cap = MAX_PRECISION - 1;
+    let text = format!("{:.*e}", precision.min(cap), f);
+    let (mantissa, e) = text.split_once('e').unwrap_or((&text, "0"));
+    let e: i32 = e.parse().unwrap_or(0);
+    let suffix = format!("e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs());
+    extend_zeros(mantissa.to_string(), f, precision, cap, Some(suffix))
+}
+
+/// Appends the zeros a precision past the `cap` it was formatted with adds (only finite
+/// values have digits), then `suffix`.
+fn extend_zeros(
+    mut text: String,
+    f: f64,
+    precision: usize,
+    cap: usize,
+    suffix: Option<String>,
+) -> String {
+    if precision > cap && f.is_finite() {
+        text.push_str(&"0".repeat(precision - cap));
+    }
+    text.push_str(&suffix.unwrap_or_default());
+    text
 }
 
 fn bad_verb(verb: char, arg: &Arg) -> String {
@@ -155,20 +188,16 @@ fn format_one(verb: char, precision: Option<usize>, arg: &Arg) -> Result<String,
     }
     Ok(match (verb, arg) {
         ('v', a) => plain(a),
-        ('s', Arg::Str(_) | Arg::Other(_)) => plain(arg),
+        ('s', Arg::Str(_)) => plain(arg),
+        // `*big.Int` formats itself: `%s` prints its digits.
+        ('s', Arg::Int(i)) if i64::try_from(*i).is_err() => i.to_string(),
         ('d', Arg::Int(i)) => i.to_string(),
-        ('t', Arg::Bool(b)) => b.to_string(),
         ('q', Arg::Str(s)) => crate::gotext::go_quote(s),
         ('x', Arg::Int(i)) => format!("{i:x}"),
         ('X', Arg::Int(i)) => format!("{i:X}"),
         ('x', Arg::Str(s)) => s.bytes().map(|b| format!("{b:02x}")).collect(),
-        ('f' | 'F', Arg::Float(f)) => format!("{:.*}", precision.unwrap_or(6), f),
-        ('e', Arg::Float(f)) => {
-            let s = format!("{:.*e}", precision.unwrap_or(6), f);
-            let (m, e) = s.split_once('e').unwrap_or((&s, "0"));
-            let e: i32 = e.parse().unwrap_or(0);
-            format!("{m}e{}{:02}", if e < 0 { '-' } else { '+' }, e.abs())
-        }
+        ('f' | 'F', Arg::Float(f)) => fixed(*f, precision.unwrap_or(6)),
+        ('e', Arg::Float(f)) => exponent(*f, precision.unwrap_or(6)),
         ('g', Arg::Float(f)) => go_float(*f),
         _ => bad_verb(verb, arg),
     })
@@ -288,7 +317,7 @@ mod tests {
         // Seven digits still make a width; the eighth gives up and drops the rest.
         assert_eq!(
             sprintf("%99999999d|tail", &v("[1]")),
-            "%!(NOVERB)%!(EXTRA int64=1)"
+            "%!(NOVERB)%!(EXTRA int=1)"
         );
         assert_eq!(
             sprintf("%.123456789012345678901f", &v("[1.5]")),
@@ -313,9 +342,41 @@ mod tests {
     #[test]
     fn go_fmt_error_texts() {
         assert_eq!(sprintf("%v %v", &v("[1]")), "1 %!v(MISSING)");
-        assert_eq!(sprintf("%v", &v("[1, 2]")), "1%!(EXTRA int64=2)");
+        assert_eq!(sprintf("%v", &v("[1, 2]")), "1%!(EXTRA int=2)");
         assert_eq!(sprintf("%d", &v("[3.5]")), "%!d(float64=3.5)");
-        assert_eq!(sprintf("%s", &v("[3]")), "%!s(int64=3)");
+        assert_eq!(sprintf("%s", &v("[3]")), "%!s(int=3)");
+    }
+
+    /// gator v3.21.1's answers: OPA hands null, booleans and collections to Go as the strings
+    /// of their Rego text, integers past int64 as `*big.Int`.
+    #[test]
+    fn non_strings_are_converted_as_opa_converts_them() {
+        assert_eq!(
+            sprintf("%v %s %s %q %q", &v("[null, true, 0, null, true]")),
+            "null true %!s(int=0) \"null\" \"true\""
+        );
+        assert_eq!(
+            sprintf("%d %t %x", &v("[true, null, [1]]")),
+            "%!d(string=true) %!t(string=null) 5b315d"
+        );
+        assert_eq!(sprintf("%v", &v("[1, [], null]")), "1%!(EXTRA string=[], string=null)");
+        assert_eq!(
+            sprintf("%s %v", &v("[18446744073709551616, 18446744073709551616]")),
+            "18446744073709551616 18446744073709551616"
+        );
+    }
+
+    /// Rust's formatter panics past a precision of 65535; Go prints the zeros.
+    #[test]
+    fn precisions_past_rusts_limit_are_formatted_as_go_does() {
+        let long = sprintf("%.70000f", &v("[1.5]"));
+        assert_eq!(long.len(), 2 + 70_000);
+        assert!(long.starts_with("1.5000") && long.ends_with('0'));
+        let e = sprintf("%.70000e", &v("[1.5]"));
+        assert_eq!(e.len(), 2 + 70_000 + 4);
+        assert!(e.starts_with("1.5000") && e.ends_with("0e+00"));
+        assert_eq!(sprintf("%.70000v", &v("[1.5]")), "1.5");
+        assert!(super::sprintf("%.2000000f", &v("[1.5]")).is_err());
     }
 
     #[test]

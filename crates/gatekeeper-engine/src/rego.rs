@@ -163,6 +163,7 @@ pub fn evaluate_module(
             text
         }
     })?;
+    // (Empty-parenthesis calls of complete rules are left to regorus here.)
     let rules = crate::analysis::rule_names(&modules);
     engine.set_input(crate::regovalue::to_rego(input));
     let mut out = BTreeMap::new();

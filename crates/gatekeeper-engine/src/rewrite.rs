@@ -278,7 +278,9 @@ fn split_multi_body(src: &str) -> String {
     insert_all(src, inserts)
 }
 
-/// G4: guard dotted-ref arguments of a negated call (`not f(a.b)` → `_ = a.b; not f(a.b)`).
+/// G4: guard dotted-ref arguments of a negated call (`not f(a.b)` → `_ = a.b; not f(a.b)`)
+/// and dotted-ref indexes of a negated ref (`not d[a.b]` → `_ = a.b; not d[a.b]`): OPA
+/// evaluates them outside the `not`, so an undefined one makes the body fail.
 fn hoist_not_call_args(src: &str) -> String {
     let mask = code_mask(src);
     let bytes = src.as_bytes();
@@ -298,20 +300,45 @@ fn hoist_not_call_args(src: &str) -> String {
             j += 1;
         }
         let name_start = j;
-        while j < bytes.len() && (is_ident(bytes[j]) || bytes[j] == b'.') {
-            j += 1;
+        // The negated ref with its indexes: `data.inventory.namespace[ns]["v1"]`, whose dotted-
+        // ref indexes are guarded like call arguments (OPA takes them out of the `not`).
+        let mut guards: Vec<String> = Vec::new();
+        loop {
+            while j < bytes.len() && (is_ident(bytes[j]) || bytes[j] == b'.') {
+                j += 1;
+            }
+            if j == name_start || bytes.get(j) != Some(&b'[') || !mask[j] {
+                break;
+            }
+            let Some(close) = matching_paren(bytes, &mask, j) else {
+                break;
+            };
+            let index = src[j + 1..close].trim();
+            if is_dotted_ref(index) {
+                guards.push(format!("_ = {index}; "));
+            }
+            j = close + 1;
         }
-        if j == name_start || bytes.get(j) != Some(&b'(') || !mask[j] {
+        if j == name_start {
             continue;
         }
-        let Some(close) = matching_paren(bytes, &mask, j) else {
+        // The end of the negated expression: a call's closing parenthesis, or the ref's end.
+        let close = if bytes.get(j) == Some(&b'(') && mask[j] {
+            let Some(close) = matching_paren(bytes, &mask, j) else {
+                continue;
+            };
+            guards.extend(
+                split_args(&src[j + 1..close], &mask[j + 1..close])
+                    .into_iter()
+                    .filter(|arg| is_dotted_ref(arg))
+                    .map(|arg| format!("_ = {arg}; ")),
+            );
+            close
+        } else if guards.is_empty() {
             continue;
+        } else {
+            j - 1
         };
-        let guards: Vec<String> = split_args(&src[j + 1..close], &mask[j + 1..close])
-            .into_iter()
-            .filter(|arg| is_dotted_ref(arg))
-            .map(|arg| format!("_ = {arg}; "))
-            .collect();
         if guards.is_empty() {
             continue;
         }
@@ -410,6 +437,15 @@ mod tests {
             check_import("input.review")
                 .unwrap_err()
                 .starts_with("cannot import input")
+        );
+    }
+
+    #[test]
+    fn negated_refs_guard_dotted_indexes() {
+        let src = "  not data.inventory.namespace[input.ns][\"v1\"][x]\n  not a[b]\n  not f(x)[c.d]\n";
+        assert_eq!(
+            hoist_not_call_args(src),
+            "  _ = input.ns; not data.inventory.namespace[input.ns][\"v1\"][x]\n  not a[b]\n  not f(x)[c.d]\n"
         );
     }
 

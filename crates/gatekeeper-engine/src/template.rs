@@ -295,17 +295,13 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
                 .to_string(),
         ));
     }
-    let mut engine = regorus::Engine::new();
-    engine.set_rego_v0(!code.v1);
-    engine.set_strict_builtin_errors(false);
-    engine.set_gather_prints(true);
-    crate::extensions::register(&mut engine, code.v1).map_err(|e| bad(one_line_error(&e)))?;
     let modules = std::iter::once((ENTRY_MODULE.to_string(), &code.rego)).chain(
         code.libs
             .iter()
             .enumerate()
             .map(|(i, lib)| (format!("template{}", i + 1), lib)),
     );
+    let mut sources = Vec::new();
     for (module, source) in modules {
         crate::limits::check_source_nesting(&module, source).map_err(|feature| {
             EngineError::Unsupported {
@@ -313,39 +309,26 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
                 feature,
             }
         })?;
+        sources.push((module, rewrite::rewrite(source, code.v1)));
     }
-    for (i, lib) in code.libs.iter().enumerate() {
-        let package = engine
-            .add_policy(format!("template{}", i + 1), rewrite::rewrite(lib, code.v1))
-            .map_err(|e| bad(one_line_error(&e)))?;
-        if !package.starts_with("data.lib.") {
-            return Err(bad(format!(
-                "path {package} not found in lib prefixes [data.lib]"
-            )));
+    let (mut engine, package, empty_calls) = load(name, code.v1, &sources)?;
+    if !empty_calls.is_empty() {
+        // OPA reads `rule()` of such a rule as the rule's value; so does regorus without the
+        // parentheses.
+        for (module, source) in &mut sources {
+            let mut calls: Vec<_> = empty_calls.iter().filter(|c| &c.file == module).collect();
+            calls.sort_by_key(|c| std::cmp::Reverse(c.start));
+            for call in calls {
+                if call.start <= call.end
+                    && source.is_char_boundary(call.start)
+                    && source.is_char_boundary(call.end)
+                {
+                    source.replace_range(call.start..call.end, "");
+                }
+            }
         }
+        (engine, _, _) = load(name, code.v1, &sources)?;
     }
-    let package = engine
-        .add_policy(
-            ENTRY_MODULE.to_string(),
-            rewrite::rewrite(&code.rego, code.v1),
-        )
-        .map_err(|e| bad(one_line_error(&e)))?;
-    if package.starts_with("data.lib.") || package == "data.lib" {
-        return Err(bad(format!(
-            "template package {package} collides with the lib prefix"
-        )));
-    }
-    let modules = engine.get_modules().clone();
-    crate::analysis::check(&modules, code.v1).map_err(|refusal| match refusal {
-        crate::analysis::Refusal::Invalid(text) => invalid(
-            name,
-            format!("unable to compile modules: 1 error occurred: {text}"),
-        ),
-        crate::analysis::Refusal::Unsupported(feature) => EngineError::Unsupported {
-            name: name.to_string(),
-            feature,
-        },
-    })?;
     let rule = format!("{package}.violation");
     // Prepare now (analysis, scheduling, safety checks) so compile errors surface here.
     engine.set_input(regorus::Value::new_object());
@@ -357,6 +340,60 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
     }
     engine.clear_data();
     Ok((engine, rule))
+}
+
+/// One regorus engine with the (rewritten) `sources`, the entry module first, checked by
+/// [`crate::analysis::check`]; returns it with the entry package and the empty-parenthesis
+/// calls of complete rules found.
+fn load(
+    name: &str,
+    v1: bool,
+    sources: &[(String, String)],
+) -> Result<(regorus::Engine, String, Vec<crate::analysis::EmptyCall>), EngineError> {
+    let bad = |reason: String| {
+        invalid(
+            name,
+            format!("invalid ConstraintTemplate: invalid rego: {reason}"),
+        )
+    };
+    let mut engine = regorus::Engine::new();
+    engine.set_rego_v0(!v1);
+    engine.set_strict_builtin_errors(false);
+    engine.set_gather_prints(true);
+    crate::extensions::register(&mut engine, v1).map_err(|e| bad(one_line_error(&e)))?;
+    let Some(((entry, rego), libs)) = sources.split_first() else {
+        return Err(bad("empty rego".to_string()));
+    };
+    for (module, lib) in libs {
+        let package = engine
+            .add_policy(module.clone(), lib.clone())
+            .map_err(|e| bad(one_line_error(&e)))?;
+        if !package.starts_with("data.lib.") {
+            return Err(bad(format!(
+                "path {package} not found in lib prefixes [data.lib]"
+            )));
+        }
+    }
+    let package = engine
+        .add_policy(entry.clone(), rego.clone())
+        .map_err(|e| bad(one_line_error(&e)))?;
+    if package.starts_with("data.lib.") || package == "data.lib" {
+        return Err(bad(format!(
+            "template package {package} collides with the lib prefix"
+        )));
+    }
+    let modules = engine.get_modules().clone();
+    let empty_calls = crate::analysis::check(&modules, v1).map_err(|refusal| match refusal {
+        crate::analysis::Refusal::Invalid(text) => invalid(
+            name,
+            format!("unable to compile modules: 1 error occurred: {text}"),
+        ),
+        crate::analysis::Refusal::Unsupported(feature) => EngineError::Unsupported {
+            name: name.to_string(),
+            feature,
+        },
+    })?;
+    Ok((engine, package, empty_calls))
 }
 
 fn inventory_root() -> regorus::Value {

@@ -87,7 +87,7 @@ fn huge_sprintf_widths_are_evaluation_errors() {
             &[],
             thing(json!({"format": "%99999999999999999999d"}))
         ),
-        vec!["%!(NOVERB)%!(EXTRA int64=1)"]
+        vec!["%!(NOVERB)%!(EXTRA int=1)"]
     );
 }
 

@@ -84,7 +84,7 @@ fn sprintf_follows_go_fmt() {
         vec![
             "%!d(float64=3.5)",
             "1 and %!v(MISSING)",
-            "1%!(EXTRA ast.Value=set())"
+            "1%!(EXTRA string=set())"
         ]
     );
 }
@@ -118,11 +118,11 @@ fn v0_contains_without_if() {
     assert_eq!(messages(rego, &[], thing(json!({"n": 2}))), vec!["n is 2"]);
 }
 
-/// Class 2c: a complete rule called with empty parentheses (`hosts()`). OPA's compiler (gator
-/// v3.21.1 checked) refuses it: `rego_type_error: undefined function data.template.hosts`; so
-/// does the embedded engine (regorus alone would look for a function at evaluation). A v0
-/// zero-argument function (`f() = x`, as gatekeeper-library's forbidden-sysctls has) is called
-/// with `f()`.
+/// Class 2c: a complete rule called with empty parentheses (`hosts()`) whose value has one
+/// static type. OPA's compiler (gator v3.21.1 checked) refuses it: `rego_type_error: undefined
+/// function data.template.hosts`; so does the embedded engine (regorus alone would look for a
+/// function at evaluation). A v0 zero-argument function (`f() = x`, as gatekeeper-library's
+/// forbidden-sysctls has) is called with `f()`.
 #[test]
 fn v0_complete_rule_called_with_empty_parentheses_is_refused_like_gator() {
     let rego = "package gap\nhosts = h { h := {\"a\", \"b\"} }\nviolation[{\"msg\": host}] {\n  host := hosts()[_]\n}\n";
@@ -133,4 +133,26 @@ fn v0_complete_rule_called_with_empty_parentheses_is_refused_like_gator() {
     );
     let function = "package gap\nhosts() = h { h := {\"a\", \"b\"} }\nviolation[{\"msg\": msg}] {\n  all := hosts()\n  msg := concat(\",\", all)\n}\n";
     assert_eq!(messages(function, &[], thing(json!({}))), vec!["a,b"]);
+}
+
+/// Issue 25 §2: a complete rule of several definitions (or of a value OPA cannot type) is of
+/// type `any` for OPA's checker, which lets `name()` through, and the call evaluates to the
+/// rule's value (gator v3.21.1 checked; `fixtures/gatekeeper/emptycall`). A real undefined
+/// function is still refused.
+#[test]
+fn v0_complete_rule_of_several_definitions_called_with_empty_parentheses() {
+    let rego = "package gap\nget_hosts = hosts { hosts := input.review.object.spec.rules[_].host }\nget_hosts = hosts { hosts := [input.review.object.spec.host] }\nviolation[{\"msg\": msg}] {\n  host := get_hosts()[_]\n  msg := sprintf(\"host %v\", [host])\n}\n";
+    assert_eq!(
+        messages(rego, &[], thing(json!({"host": "a.example.com"}))),
+        vec!["host a.example.com"]
+    );
+    assert!(messages(rego, &[], thing(json!({}))).is_empty());
+    let untyped = "package gap\nname = n { n := input.review.object.spec.name }\nviolation[{\"msg\": name()}] { true }\n";
+    assert_eq!(messages(untyped, &[], thing(json!({"name": "x"}))), vec!["x"]);
+    let undefined = "package gap\nviolation[{\"msg\": \"m\"}] { get_hosts() }\n";
+    let error = common::refusal(undefined, &[], false);
+    assert!(
+        error.contains("template:2: rego_type_error: undefined function get_hosts"),
+        "{error}"
+    );
 }
