@@ -14,7 +14,9 @@
 //! needs and small enough that a hostile one ends within about a second.
 
 use crate::library::Outcome;
-use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, operators};
+use cel::common::ast::{
+    CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators,
+};
 use cel::common::types::{CelBytes, CelString, DYN_TYPE};
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
@@ -132,6 +134,7 @@ fn builds_nothing(function: &str) -> bool {
             | operators::GREATER_EQUALS
             | operators::IN
             | operators::INDEX
+            | crate::access::INDEX
             | operators::OPT_INDEX
             | operators::OPT_SELECT
             | operators::NOT_STRICTLY_FALSE
@@ -154,7 +157,10 @@ fn wrap(function: &str, expr: IdedExpr) -> IdedExpr {
 pub(crate) fn instrument(expr: IdedExpr) -> IdedExpr {
     let id = expr.id;
     match expr.expr {
-        Expr::Call(call) => {
+        Expr::Call(mut call) => {
+            if call.func_name == operators::INDEX && call.target.is_none() && call.args.len() == 2 {
+                call.func_name = crate::access::INDEX.to_owned();
+            }
             let wrap_it = !builds_nothing(&call.func_name);
             let function = call.func_name.clone();
             let call = CallExpr {
@@ -199,11 +205,28 @@ pub(crate) fn instrument(expr: IdedExpr) -> IdedExpr {
                 expr: Expr::Comprehension(Box::new(comprehension)),
             }
         }
-        Expr::Select(mut select) => {
-            select.operand = Box::new(instrument(*select.operand));
+        // cel-go's qualification (`access`): `a.f` and `has(a.f)` become calls.
+        Expr::Select(select) => {
+            let function = if select.test {
+                crate::access::HAS
+            } else {
+                crate::access::SELECT
+            };
             IdedExpr {
                 id,
-                expr: Expr::Select(select),
+                expr: Expr::Call(CallExpr {
+                    func_name: function.to_owned(),
+                    target: None,
+                    args: vec![
+                        instrument(*select.operand),
+                        IdedExpr {
+                            id,
+                            expr: Expr::Literal(LiteralValue::String(CelString::from(
+                                select.field,
+                            ))),
+                        },
+                    ],
+                }),
             }
         }
         Expr::List(mut list) => {

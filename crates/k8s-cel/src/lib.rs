@@ -40,6 +40,7 @@
 //! assert_eq!(violation.message, "replicas must be at most 3");
 //! ```
 
+mod access;
 mod budget;
 mod check;
 mod env;

@@ -471,8 +471,34 @@ pub(crate) fn error_text(error: &ExecutionError) -> String {
         ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
         ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
         ExecutionError::Overflow(..) => "integer overflow".to_owned(),
+        ExecutionError::FunctionError { function, message }
+            if matches!(function.as_str(), "int" | "uint" | "double")
+                && message.starts_with("string parse error") =>
+        {
+            format!("type conversion error from 'string' to '{function}'")
+        }
         ExecutionError::FunctionError { message, .. } => message.clone(),
         ExecutionError::UndeclaredReference(name) => format!("no such attribute: {name}"),
+        ExecutionError::NoSuchOverload(overload) => {
+            crate::access::overload_text(overload.function(), overload.argument_types())
+        }
+        ExecutionError::UnsupportedBinaryOperator(operator, lhs, _) => {
+            let function = match *operator {
+                "add" => "_+_",
+                "sub" => "_-_",
+                "mul" => "_*_",
+                "div" => "_/_",
+                "rem" => "_%_",
+                other => other,
+            };
+            crate::access::overload_text(function, &[crate::access::value_type_name(lhs).into()])
+        }
+        ExecutionError::ValuesNotComparable(..) => crate::access::NO_SUCH_OVERLOAD.to_owned(),
+        ExecutionError::UnexpectedType { got, want } if want == "iterable" => format!(
+            "got '{}', expected iterable type",
+            crate::access::go_type_name(got)
+        ),
+        ExecutionError::UnexpectedType { .. } => crate::access::NO_SUCH_OVERLOAD.to_owned(),
         other => other.to_string(),
     }
 }
