@@ -203,6 +203,8 @@ pub struct CelProgram {
     env: Arc<Env>,
     variable_names: Vec<String>,
     variables: Vec<Compiled>,
+    /// For each variable, the earlier variables its expression may read.
+    variable_reads: Vec<Vec<usize>>,
     match_conditions: Vec<Compiled>,
     validations: Vec<CompiledValidation>,
     failure_policy: FailurePolicy,
@@ -339,6 +341,11 @@ impl CelProgram {
         }
         Ok(CelProgram {
             env,
+            variable_reads: variables
+                .iter()
+                .enumerate()
+                .map(|(i, compiled)| reads(compiled, &source.variables[..i]))
+                .collect(),
             variable_names: source.variables.iter().map(|v| v.name.clone()).collect(),
             variables,
             match_conditions,
@@ -451,6 +458,48 @@ impl CelProgram {
             .filter_map(|validation| resolver.validate(validation))
             .collect()
     }
+}
+
+/// The variables among `earlier` that `compiled` may read: those it names as
+/// `variables.<name>` (or `['<name>']`, `has(…)`, `.?<name>`); all of them when it uses
+/// `variables` any other way. Found without recursion.
+fn reads(compiled: &Compiled, earlier: &[crate::source::Named]) -> Vec<usize> {
+    let Ok(expr) = &compiled.expr else {
+        return Vec::new();
+    };
+    let mut named = Vec::new();
+    let mut pending = vec![expr];
+    while let Some(node) = pending.pop() {
+        if let cel::common::ast::Expr::Call(call) = &node.expr {
+            if let [target, field] = call.args.as_slice() {
+                let on_variables =
+                    matches!(&target.expr, cel::common::ast::Expr::Ident(n) if n == "variables");
+                let literal = match &field.expr {
+                    cel::common::ast::Expr::Literal(cel::common::ast::LiteralValue::String(s)) => {
+                        Some(s.inner().to_owned())
+                    }
+                    _ => None,
+                };
+                if on_variables {
+                    match literal {
+                        Some(name) => named.push(name),
+                        None => return (0..earlier.len()).collect(),
+                    }
+                    continue;
+                }
+            }
+        }
+        if matches!(&node.expr, cel::common::ast::Expr::Ident(n) if n == "variables") {
+            return (0..earlier.len()).collect();
+        }
+        pending.extend(check::children(node));
+    }
+    earlier
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| named.contains(&v.name))
+        .map(|(i, _)| i)
+        .collect()
 }
 
 /// Kubernetes' aggregate of several errors: the one error, or `[e1, e2]`.
@@ -597,8 +646,30 @@ impl<'a, 'j> Resolver<'a, 'j> {
         format!("failed expression: {}", validation.expression.source.trim())
     }
 
-    /// The value of the template variable at `index`, computed on first use.
+    /// The value of the template variable at `index`, computed on first use. The variables it
+    /// may read are computed first, earliest first, so no variable's evaluation waits on
+    /// another's: a chain of any length needs no more stack than one expression.
     fn variable(&self, index: usize) -> Result<&(dyn Val + 'static), ExecutionError> {
+        if self.slots[index].get().is_none() {
+            let mut needed = vec![false; index];
+            let mut pending = vec![index];
+            while let Some(i) = pending.pop() {
+                for &j in &self.program.variable_reads[i] {
+                    if !needed[j] && self.slots[j].get().is_none() {
+                        needed[j] = true;
+                        pending.push(j);
+                    }
+                }
+            }
+            for (j, _) in needed.iter().enumerate().filter(|(_, n)| **n) {
+                let _ = self.computed(j);
+            }
+        }
+        self.computed(index)
+    }
+
+    /// The variable at `index`, computed now unless it was.
+    fn computed(&self, index: usize) -> Result<&(dyn Val + 'static), ExecutionError> {
         let name = &self.program.variable_names[index];
         let compiled = &self.program.variables[index];
         let slot = self.slots[index].get_or_init(|| match &compiled.expr {

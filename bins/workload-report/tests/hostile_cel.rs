@@ -1,0 +1,119 @@
+//! Hostile `K8sNativeValidation` (CEL) templates through the binary: deep expressions, long
+//! variable chains, costly and memory-hungry expressions. Whatever the template: no panic or
+//! abort (exit 101/134/137), the answer within its deadline plus a second, and the template's
+//! evaluation error naming the limit.
+
+use std::path::Path;
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// A template `K8sHostile` with `source` as its CEL code, its Constraint on Pods, and one Pod.
+fn inputs(dir: &Path, source: Value) -> std::path::PathBuf {
+    let template = json!({
+        "apiVersion": "templates.gatekeeper.sh/v1", "kind": "ConstraintTemplate",
+        "metadata": {"name": "k8shostile"},
+        "spec": {"crd": {"spec": {"names": {"kind": "K8sHostile"}}},
+            "targets": [{"target": "admission.k8s.gatekeeper.sh",
+                "code": [{"engine": "K8sNativeValidation", "source": source}]}]}
+    });
+    let constraint = json!({
+        "apiVersion": "constraints.gatekeeper.sh/v1beta1", "kind": "K8sHostile",
+        "metadata": {"name": "hostile"},
+        "spec": {"match": {"kinds": [{"apiGroups": [""], "kinds": ["Pod"]}]}}
+    });
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p"},
+        "spec": {"containers": [{"name": "c", "image": "x"}]}});
+    let text = [template, constraint, pod]
+        .iter()
+        .map(|d| serde_yaml::to_string(d).unwrap())
+        .collect::<Vec<_>>()
+        .join("---\n");
+    let path = dir.join("inputs.yaml");
+    std::fs::write(&path, text).unwrap();
+    path
+}
+
+/// `eval -o json` on `source`; asserts no panic/abort and an answer within `limit`.
+fn eval(source: Value, limit: Duration) -> (Output, Vec<Value>) {
+    let dir = tempfile::tempdir().unwrap();
+    let file = inputs(dir.path(), source);
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_workload-report"))
+        .args(["eval", "-o", "json", "-f"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let code = output.status.code().unwrap_or(-1);
+    assert!(
+        !stderr.contains("panicked at") && ![101, 134, 137, -1].contains(&code),
+        "exit {code}: {stderr}"
+    );
+    assert!(took <= limit, "took {took:?}, more than {limit:?}");
+    let results = serde_json::from_slice::<Option<Vec<Value>>>(&output.stdout)
+        .map(Option::unwrap_or_default)
+        .unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    (output, results)
+}
+
+fn messages(results: &[Value]) -> Vec<String> {
+    results
+        .iter()
+        .map(|r| r["msg"].as_str().unwrap_or_default().to_owned())
+        .collect()
+}
+
+#[test]
+fn an_expression_nested_deeper_than_cel_go_parses_is_a_compilation_error() {
+    // 700 and 4,000 terms of `1 + 1 + …` overflowed the stack (exit 134); cel-go's parser
+    // refuses more than 250 levels with this text, and so does gator.
+    for terms in [251, 700, 4_000] {
+        let expression = format!("{} > 0", vec!["1"; terms].join(" + "));
+        let (_, results) = eval(
+            json!({"validations": [{"expression": expression}]}),
+            Duration::from_secs(20),
+        );
+        assert_eq!(
+            messages(&results),
+            [
+                "compilation error: compilation failed: ERROR: <input>:-1:0: max recursion depth exceeded"
+            ],
+            "{terms} terms"
+        );
+    }
+    let expression = format!("{} > 0", vec!["1"; 250].join(" + "));
+    let (_, results) = eval(
+        json!({"validations": [{"expression": expression}]}),
+        Duration::from_secs(20),
+    );
+    assert_eq!(messages(&results), Vec::<String>::new());
+}
+
+#[test]
+fn a_long_chain_of_variables_is_evaluated_without_deep_recursion() {
+    // 100 variables each reading the one before overflowed a worker's stack (exit 134); gator
+    // evaluates 3,000.
+    let mut variables = vec![json!({"name": "v0", "expression": "1"})];
+    variables.extend((1..3_000).map(
+        |i| json!({"name": format!("v{i}"), "expression": format!("variables.v{} + 1", i - 1)}),
+    ));
+    let (_, results) = eval(
+        json!({
+            "variables": variables,
+            "validations": [{"expression": "variables.v2999 == 3000", "message": "chain too long"}],
+        }),
+        Duration::from_secs(30),
+    );
+    assert_eq!(messages(&results), Vec::<String>::new());
+    let (_, results) = eval(
+        json!({
+            "variables": [{"name": "a", "expression": "1"}, {"name": "b", "expression": "variables.a + 1"}],
+            "validations": [{"expression": "variables.b == 3", "message": "b is not 3"}],
+        }),
+        Duration::from_secs(30),
+    );
+    assert_eq!(messages(&results), ["b is not 3"]);
+}
