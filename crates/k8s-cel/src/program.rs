@@ -14,6 +14,7 @@ use cel::context::VariableResolver;
 use cel::{Context, Env, ExecutionError, IdedExpr, Value};
 use serde_json::Value as Json;
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 /// The longest message a `messageExpression` may produce (Kubernetes'
 /// `MaxEvaluatedMessageExpressionSizeBytes`); a longer one falls back to `message`.
@@ -412,23 +413,39 @@ impl CelProgram {
         bindings: &PreparedBindings<'_>,
         params: &PreparedParams,
     ) -> Vec<Decision> {
-        let meter = Meter::start(self.cost_budget);
+        self.evaluate_until(bindings, params, None)
+            .unwrap_or_default()
+    }
+
+    /// [`CelProgram::evaluate_prepared`] stopped at `deadline`: `None` when the deadline passed
+    /// before the evaluation ended (the clock is read while it runs, so one evaluation cannot
+    /// outlast the deadline by more than a few thousand steps).
+    pub fn evaluate_until(
+        &self,
+        bindings: &PreparedBindings<'_>,
+        params: &PreparedParams,
+        deadline: Option<Instant>,
+    ) -> Option<Vec<Decision>> {
+        let meter = Meter::start(self.cost_budget, deadline);
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.decide(bindings, params)
         }));
+        if meter.past_deadline() {
+            return None;
+        }
         let decisions = match run {
             Ok(_) if meter.exhausted() => vec![Decision::Error(EvalError::OutOfBudget)],
             Ok(decisions) => decisions,
             Err(_) => vec![Decision::Error(EvalError::Internal)],
         };
         drop(meter);
-        match self.failure_policy {
+        Some(match self.failure_policy {
             FailurePolicy::Fail => decisions,
             FailurePolicy::Ignore => decisions
                 .into_iter()
                 .filter(|d| matches!(d, Decision::Violation(_)))
                 .collect(),
-        }
+        })
     }
 
     fn keep_error(&self, error: EvalError) -> Vec<Decision> {
