@@ -117,3 +117,85 @@ fn a_long_chain_of_variables_is_evaluated_without_deep_recursion() {
     );
     assert_eq!(messages(&results), ["b is not 3"]);
 }
+
+/// A source reading `object.spec.l` (set by [`eval_on_list`]) as `variables.l`.
+fn on_list(expression: &str) -> Value {
+    json!({
+        "variables": [{"name": "l", "expression": "object.spec.l"}],
+        "validations": [{"expression": expression, "message": "false"}],
+    })
+}
+
+/// `eval` of `expression` on a Pod whose `spec.l` is `list`.
+fn eval_on_list(expression: &str, list: Value) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    let file = inputs(dir.path(), on_list(expression));
+    let text = std::fs::read_to_string(&file).unwrap().replace(
+        "spec:\n  containers:",
+        &format!("spec:\n  l: {list}\n  containers:"),
+    );
+    std::fs::write(&file, text).unwrap();
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_workload-report"))
+        .args(["eval", "-o", "json", "-f"])
+        .arg(&file)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let code = output.status.code().unwrap_or(-1);
+    assert!(
+        !stderr.contains("panicked at") && ![101, 134, 137, -1].contains(&code),
+        "exit {code}: {stderr}"
+    );
+    // about a second of evaluation, plus the start of a debug binary reading the input
+    assert!(
+        took <= Duration::from_secs(4),
+        "{expression}: took {took:?}"
+    );
+    let results = serde_json::from_slice::<Option<Vec<Value>>>(&output.stdout)
+        .map(Option::unwrap_or_default)
+        .unwrap_or_else(|e| panic!("{e}: {stderr}"));
+    messages(&results)
+}
+
+const OUT_OF_BUDGET: &str =
+    "validation failed due to running out of cost budget, no further validation rules will be run";
+
+#[test]
+fn membership_equality_and_set_functions_are_charged_by_their_inputs() {
+    // Each ran 8 s inside the budget when calls were charged by their results only.
+    let ints = json!((0..32_768).collect::<Vec<i64>>());
+    for expression in [
+        "variables.l.all(x, !(-1 in variables.l))",
+        "variables.l.all(x, variables.l == variables.l)",
+        "sets.intersects(variables.l, variables.l.map(x, -x - 1))",
+    ] {
+        assert_eq!(
+            eval_on_list(expression, ints.clone()),
+            [OUT_OF_BUDGET],
+            "{expression}"
+        );
+    }
+    let strings = json!((0..4_096).map(|i| format!("s{i}")).collect::<Vec<_>>());
+    assert_eq!(
+        eval_on_list(
+            "variables.l.all(x, !variables.l.join(',').contains('zz'))",
+            strings
+        ),
+        [OUT_OF_BUDGET]
+    );
+}
+
+#[test]
+fn an_evaluation_building_too_many_values_is_an_error_naming_the_cap() {
+    // `l.map(x, l)` over 8,192 strings built 67M values and aborted the process (exit 134).
+    let strings = json!((0..8_192).map(|i| format!("s{i}")).collect::<Vec<_>>());
+    assert_eq!(
+        eval_on_list("variables.l.map(x, variables.l).size() > 0", strings),
+        // k8s_cel::MAX_BUILT_VALUES
+        [
+            "expression 'variables.l.map(x, variables.l).size() > 0' resulted in error: the evaluation built more than 2097152 values (the cap)"
+        ]
+    );
+}
