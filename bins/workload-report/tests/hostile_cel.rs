@@ -199,3 +199,74 @@ fn an_evaluation_building_too_many_values_is_an_error_naming_the_cap() {
         ]
     );
 }
+
+fn copy_dir(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).unwrap();
+    for entry in std::fs::read_dir(from).unwrap() {
+        let entry = entry.unwrap();
+        let target = to.join(entry.file_name());
+        if entry.file_type().unwrap().is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), target).unwrap();
+        }
+    }
+}
+
+#[test]
+fn the_engine_deadline_stops_costly_cel_reviews_and_the_run_line_says_so() {
+    // The demo cluster plus a CEL template whose every evaluation spends its whole budget:
+    // `timeouts.engine: 1s` ends the run as skipped, with its run line, within a second of it.
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let dir = tempfile::tempdir().unwrap();
+    let cluster = dir.path().join("cluster");
+    copy_dir(&root.join("fixtures/demo/cluster"), &cluster);
+    let source = json!({
+        "variables": [{"name": "r", "expression": "lists.range(4096)"}],
+        "validations": [{"expression": "variables.r.all(x, !(-1 in variables.r))"}],
+    });
+    let inputs = std::fs::read_to_string(inputs(dir.path(), source)).unwrap();
+    let mut documents = inputs.split("---\n");
+    let template = documents.next().unwrap();
+    std::fs::write(cluster.join("templates/k8shostile.yaml"), template).unwrap();
+    std::fs::write(
+        cluster.join("constraints-hostile.yaml"),
+        "apiVersion: constraints.gatekeeper.sh/v1beta1\nkind: K8sHostile\nmetadata:\n  name: hostile\nspec:\n  match:\n    kinds:\n      - apiGroups: [\"apps\"]\n        kinds: [\"Deployment\", \"StatefulSet\"]\n",
+    )
+    .unwrap();
+    let config = std::fs::read_to_string(root.join("fixtures/demo/config.yaml"))
+        .unwrap()
+        .replace("constraintKinds:\n", "constraintKinds:\n  - K8sHostile\n")
+        + "timeouts: {engine: 1s}\n";
+    let config_path = dir.path().join("config.yaml");
+    std::fs::write(&config_path, config).unwrap();
+    let started = Instant::now();
+    let output = Command::new(env!("CARGO_BIN_EXE_workload-report"))
+        .args(["run", "--dry-run", "--config"])
+        .arg(&config_path)
+        .arg("--snapshot")
+        .arg(&cluster)
+        .current_dir(&root)
+        .output()
+        .unwrap();
+    let took = started.elapsed();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let code = output.status.code().unwrap_or(-1);
+    assert!(
+        !stderr.contains("panicked at") && ![101, 134, 137, -1].contains(&code),
+        "exit {code}: {stderr}"
+    );
+    let line: Value = serde_json::from_str(stdout.lines().last().unwrap_or_default())
+        .unwrap_or_else(|e| panic!("no run line ({e}): {stdout}\n{stderr}"));
+    assert_eq!(line["status"], "skipped", "{line}\n{stderr}");
+    assert!(
+        line["reason"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("time budget of 1s"),
+        "{line}"
+    );
+    // the deadline, plus a second, plus the start of a debug binary reading the snapshot
+    assert!(took < Duration::from_secs(4), "took {took:?}");
+}
