@@ -481,35 +481,21 @@ impl CelProgram {
 /// `variables.<name>` (or `['<name>']`, `has(…)`, `.?<name>`); all of them when it uses
 /// `variables` any other way. Found without recursion.
 fn reads(compiled: &Compiled, earlier: &[crate::source::Named]) -> Vec<usize> {
+    use cel::common::ast::Expr;
     let Ok(expr) = &compiled.expr else {
         return Vec::new();
     };
     let mut named = Vec::new();
     let mut pending = vec![expr];
     while let Some(node) = pending.pop() {
-        if let cel::common::ast::Expr::Call(call) = &node.expr {
-            if let [target, field] = call.args.as_slice() {
-                let on_variables =
-                    matches!(&target.expr, cel::common::ast::Expr::Ident(n) if n == "variables");
-                let literal = match &field.expr {
-                    cel::common::ast::Expr::Literal(cel::common::ast::LiteralValue::String(s)) => {
-                        Some(s.inner().to_owned())
-                    }
-                    _ => None,
-                };
-                if on_variables {
-                    match literal {
-                        Some(name) => named.push(name),
-                        None => return (0..earlier.len()).collect(),
-                    }
-                    continue;
-                }
+        match variable_read(node) {
+            Some(Some(name)) => named.push(name),
+            Some(None) => return (0..earlier.len()).collect(),
+            None if matches!(&node.expr, Expr::Ident(n) if n == "variables") => {
+                return (0..earlier.len()).collect();
             }
+            None => pending.extend(check::children(node)),
         }
-        if matches!(&node.expr, cel::common::ast::Expr::Ident(n) if n == "variables") {
-            return (0..earlier.len()).collect();
-        }
-        pending.extend(check::children(node));
     }
     earlier
         .iter()
@@ -517,6 +503,25 @@ fn reads(compiled: &Compiled, earlier: &[crate::source::Named]) -> Vec<usize> {
         .filter(|(_, v)| named.contains(&v.name))
         .map(|(i, _)| i)
         .collect()
+}
+
+/// For a call on `variables` (a selection, index or presence test): `Some(name)` when it names
+/// a literal variable, `Some(None)` when the name is computed; `None` for any other node.
+fn variable_read(node: &IdedExpr) -> Option<Option<String>> {
+    use cel::common::ast::{Expr, LiteralValue};
+    let Expr::Call(call) = &node.expr else {
+        return None;
+    };
+    let [target, field] = call.args.as_slice() else {
+        return None;
+    };
+    if !matches!(&target.expr, Expr::Ident(n) if n == "variables") {
+        return None;
+    }
+    Some(match &field.expr {
+        Expr::Literal(LiteralValue::String(s)) => Some(s.inner().to_owned()),
+        _ => None,
+    })
 }
 
 /// Kubernetes' aggregate of several errors: the one error, or `[e1, e2]`.
