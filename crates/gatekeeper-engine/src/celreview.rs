@@ -79,7 +79,9 @@ pub(crate) fn findings<'c>(
         }
         *evaluations += 1;
         let decisions = match (bindings, params) {
-            (Ok(bindings), Some(Ok(params))) => program.evaluate_prepared(bindings, params),
+            (Ok(bindings), Some(Ok(params))) => program
+                .evaluate_until(bindings, params, deadline)
+                .ok_or(PastDeadline)?,
             (Err(error), _) | (_, Some(Err(error))) => program.conversion_failed(error.clone()),
             // No params for this Constraint (an evaluator made from another policy set): an
             // error result, never a silent pass.

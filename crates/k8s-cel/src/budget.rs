@@ -14,11 +14,14 @@
 //! needs and small enough that a hostile one ends within about a second.
 
 use crate::library::Outcome;
-use cel::common::ast::{CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, operators};
-use cel::common::types::{CelBytes, CelString, DYN_TYPE};
+use cel::common::ast::{
+    CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators,
+};
+use cel::common::types::{CelBytes, CelString, DYN_TYPE, Kind};
 use cel::common::value::{CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 use std::cell::Cell;
+use std::time::Instant;
 
 /// The cost one evaluation of a program (its variables, conditions, validations and messages)
 /// may spend.
@@ -31,27 +34,52 @@ pub const MAX_VALUE_BYTES: usize = 8 << 20;
 pub(crate) const OUT_OF_BUDGET: &str = "operation cancelled: actual cost limit exceeded";
 
 const COST: &str = "@k8s_cost";
+const INPUT: &str = "@k8s_input";
 const TICK: &str = "@k8s_tick";
+
+/// The most values (list and map elements, counted deeply, and strings) one evaluation may
+/// build: a bound on its memory (about 100 bytes a value), whatever the cost budget allows.
+pub const MAX_BUILT_VALUES: u64 = 2 << 20;
+
+/// How many charges pass between two looks at the clock.
+const CLOCK_EVERY: u32 = 1024;
 
 thread_local! {
     static REMAINING: Cell<u64> = const { Cell::new(u64::MAX) };
     static EXHAUSTED: Cell<bool> = const { Cell::new(false) };
+    static BUILT: Cell<u64> = const { Cell::new(0) };
+    static DEADLINE: Cell<Option<Instant>> = const { Cell::new(None) };
+    static PAST_DEADLINE: Cell<bool> = const { Cell::new(false) };
+    static UNTIL_CLOCK: Cell<u32> = const { Cell::new(CLOCK_EVERY) };
 }
+
+/// The error text of an evaluation stopped by its deadline.
+pub(crate) const PAST_DEADLINE_TEXT: &str = "operation cancelled: the engine deadline passed";
 
 /// The meter of one evaluation on this thread; dropping it lifts the budget.
 pub(crate) struct Meter(());
 
 impl Meter {
     /// Starts charging against `budget` on this thread.
-    pub(crate) fn start(budget: u64) -> Meter {
+    /// Starts charging against `budget` on this thread, stopping at `deadline` if there is one.
+    pub(crate) fn start(budget: u64, deadline: Option<Instant>) -> Meter {
         REMAINING.set(budget);
         EXHAUSTED.set(false);
+        BUILT.set(0);
+        DEADLINE.set(deadline);
+        PAST_DEADLINE.set(false);
+        UNTIL_CLOCK.set(CLOCK_EVERY);
         Meter(())
     }
 
     /// Whether the budget ran out at some point of the evaluation.
     pub(crate) fn exhausted(&self) -> bool {
-        EXHAUSTED.get()
+        EXHAUSTED.get() && !PAST_DEADLINE.get()
+    }
+
+    /// Whether the deadline stopped the evaluation.
+    pub(crate) fn past_deadline(&self) -> bool {
+        PAST_DEADLINE.get()
     }
 }
 
@@ -59,19 +87,96 @@ impl Drop for Meter {
     fn drop(&mut self) {
         REMAINING.set(u64::MAX);
         EXHAUSTED.set(false);
+        BUILT.set(0);
+        DEADLINE.set(None);
+        PAST_DEADLINE.set(false);
     }
 }
 
-/// Charges `cost`; fails (and stays failed) once the budget is spent.
-fn charge(function: &str, cost: u64) -> Result<(), ExecutionError> {
+/// Charges `cost`; fails (and stays failed) once the budget is spent or the deadline passed.
+/// Once failed, every later charge fails too, so no `||`/`&&` can absorb it.
+pub(crate) fn charge(function: &str, cost: u64) -> Result<(), ExecutionError> {
     let left = REMAINING.get();
     if EXHAUSTED.get() || left < cost {
         REMAINING.set(0);
         EXHAUSTED.set(true);
-        return Err(ExecutionError::function_error(function, OUT_OF_BUDGET));
+        let text = if PAST_DEADLINE.get() {
+            PAST_DEADLINE_TEXT
+        } else {
+            OUT_OF_BUDGET
+        };
+        return Err(ExecutionError::function_error(function, text));
     }
     REMAINING.set(left - cost);
+    let until = UNTIL_CLOCK.get();
+    if until > 1 {
+        UNTIL_CLOCK.set(until - 1);
+        return Ok(());
+    }
+    UNTIL_CLOCK.set(CLOCK_EVERY);
+    if DEADLINE.get().is_some_and(|d| Instant::now() >= d) {
+        PAST_DEADLINE.set(true);
+        EXHAUSTED.set(true);
+        REMAINING.set(0);
+        return Err(ExecutionError::function_error(function, PAST_DEADLINE_TEXT));
+    }
     Ok(())
+}
+
+/// Counts `count` more values built; fails past [`MAX_BUILT_VALUES`].
+fn built(function: &str, count: u64) -> Result<(), ExecutionError> {
+    let total = BUILT.get().saturating_add(count);
+    BUILT.set(total);
+    if total > MAX_BUILT_VALUES {
+        return Err(ExecutionError::function_error(
+            function,
+            format!("the evaluation built more than {MAX_BUILT_VALUES} values (the cap)"),
+        ));
+    }
+    Ok(())
+}
+
+/// The values in `val`, counted deeply (a list of lists counts every inner element), up to
+/// `limit`: what building it took.
+fn deep_count(val: &dyn Val, limit: u64) -> u64 {
+    let mut count = 0u64;
+    let mut pending = vec![val];
+    while let Some(v) = pending.pop() {
+        count += 1;
+        if count > limit {
+            return count;
+        }
+        if let Some(iterable) = v.as_iterable() {
+            if v.get_type().kind() == Kind::List {
+                let mut items = iterable.iter();
+                while let Some(item) = items.next() {
+                    pending.push(item);
+                }
+            } else if let Some(indexer) = v.as_indexer() {
+                // a map: its keys are strings or scalars, its values may nest
+                let mut keys = iterable.iter();
+                while let Some(key) = keys.next() {
+                    count += 1;
+                    if let Ok(CowVal::Borrowed(value)) = indexer.get(key) {
+                        pending.push(value);
+                    }
+                }
+            }
+        }
+    }
+    count
+}
+
+/// What an argument of `size` costs a call, by Kubernetes' runtime cost: a list or map its
+/// elements (membership and equality traverse it), a string or bytes a tenth of its length
+/// (`common.StringTraversalCostFactor`).
+fn input_cost(val: &dyn Val) -> u64 {
+    let size = size_of(val) as u64;
+    if val.downcast_ref::<CelString>().is_some() || val.downcast_ref::<CelBytes>().is_some() {
+        size.div_ceil(10)
+    } else {
+        size
+    }
 }
 
 /// The size of a value for charging: bytes of a string or bytes, elements of a list or map.
@@ -99,6 +204,9 @@ fn cost<'b, 'v>(mut args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
         ));
     }
     charge(COST, 1 + size as u64 / 8)?;
+    if let CowVal::Owned(owned) = &value {
+        built(COST, deep_count(owned.as_ref(), MAX_BUILT_VALUES))?;
+    }
     Ok(value)
 }
 
@@ -107,13 +215,41 @@ fn tick<'b, 'v>(mut args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
         .pop()
         .ok_or_else(ExecutionError::missing_argument_or_target)?;
     charge(TICK, 1)?;
+    // A step's value is kept by `map`/`filter` (copied when borrowed): it is built.
+    built(TICK, deep_count(value.as_ref(), MAX_BUILT_VALUES))?;
     Ok(value)
 }
 
-/// Registers the two metering functions.
+/// `@k8s_input(x)`: an argument of a call, charged by its size.
+fn input<'b, 'v>(mut args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
+    let value = args
+        .pop()
+        .ok_or_else(ExecutionError::missing_argument_or_target)?;
+    charge(INPUT, input_cost(value.as_ref()))?;
+    Ok(value)
+}
+
+/// Registers the metering functions.
 pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_overload(COST, "k8s_cost", vec![DYN_TYPE], cost)?;
+    env.add_overload(INPUT, "k8s_input", vec![DYN_TYPE], input)?;
     env.add_overload(TICK, "k8s_tick", vec![DYN_TYPE], tick)
+}
+
+/// Calls whose arguments are not charged: logic (which must keep its operands' errors as they
+/// are), selection and indexing (which read one element), and the metering itself.
+fn inputs_free(function: &str) -> bool {
+    (function.starts_with('@') && function != operators::IN)
+        || matches!(
+            function,
+            operators::LOGICAL_AND
+                | operators::LOGICAL_OR
+                | operators::LOGICAL_NOT
+                | operators::CONDITIONAL
+                | operators::INDEX
+                | operators::OPT_INDEX
+                | operators::OPT_SELECT
+        )
 }
 
 /// Calls that build nothing, left unwrapped.
@@ -132,6 +268,7 @@ fn builds_nothing(function: &str) -> bool {
             | operators::GREATER_EQUALS
             | operators::IN
             | operators::INDEX
+            | crate::access::INDEX
             | operators::OPT_INDEX
             | operators::OPT_SELECT
             | operators::NOT_STRICTLY_FALSE
@@ -154,13 +291,29 @@ fn wrap(function: &str, expr: IdedExpr) -> IdedExpr {
 pub(crate) fn instrument(expr: IdedExpr) -> IdedExpr {
     let id = expr.id;
     match expr.expr {
-        Expr::Call(call) => {
+        Expr::Call(mut call) => {
+            if call.func_name == operators::INDEX && call.target.is_none() && call.args.len() == 2 {
+                call.func_name = crate::access::INDEX.to_owned();
+            }
             let wrap_it = !builds_nothing(&call.func_name);
             let function = call.func_name.clone();
+            let charged = !inputs_free(&function);
+            let input = |e: IdedExpr| {
+                let e = instrument(e);
+                if charged && !matches!(e.expr, Expr::Literal(_)) {
+                    wrap(INPUT, e)
+                } else {
+                    e
+                }
+            };
             let call = CallExpr {
                 func_name: call.func_name,
-                target: call.target.map(|t| Box::new(instrument(*t))),
-                args: call.args.into_iter().map(instrument).collect(),
+                // A namespace (`optional.of`, `sets.contains`) names the function: left bare.
+                target: call.target.map(|t| match &t.expr {
+                    Expr::Ident(name) if crate::env::NAMESPACES.contains(&name.as_str()) => t,
+                    _ => Box::new(input(*t)),
+                }),
+                args: call.args.into_iter().map(input).collect(),
             };
             let inner = IdedExpr {
                 id,
@@ -199,11 +352,28 @@ pub(crate) fn instrument(expr: IdedExpr) -> IdedExpr {
                 expr: Expr::Comprehension(Box::new(comprehension)),
             }
         }
-        Expr::Select(mut select) => {
-            select.operand = Box::new(instrument(*select.operand));
+        // cel-go's qualification (`access`): `a.f` and `has(a.f)` become calls.
+        Expr::Select(select) => {
+            let function = if select.test {
+                crate::access::HAS
+            } else {
+                crate::access::SELECT
+            };
             IdedExpr {
                 id,
-                expr: Expr::Select(select),
+                expr: Expr::Call(CallExpr {
+                    func_name: function.to_owned(),
+                    target: None,
+                    args: vec![
+                        instrument(*select.operand),
+                        IdedExpr {
+                            id,
+                            expr: Expr::Literal(LiteralValue::String(CelString::from(
+                                select.field,
+                            ))),
+                        },
+                    ],
+                }),
             }
         }
         Expr::List(mut list) => {

@@ -59,6 +59,62 @@ const TYPE_NAMES: &[&str] = &[
     "uint",
 ];
 
+/// The deepest expression tree accepted: cel-go's parser default (`maxRecursionDepth` 250,
+/// which Kubernetes keeps); gator refuses `1 + 1 + …` of 251 terms with the same text. Every
+/// later pass (checking, instrumenting, evaluating) recurses per level, so this bound is also
+/// what keeps evaluation within the thread's stack.
+pub(crate) const MAX_RECURSION_DEPTH: usize = 251;
+
+/// Whether `root` nests deeper than `max`, measured without recursion.
+fn depth_exceeds(root: &IdedExpr, max: usize) -> bool {
+    let mut pending: Vec<(&IdedExpr, usize)> = vec![(root, 1)];
+    while let Some((node, depth)) = pending.pop() {
+        if depth > max {
+            return true;
+        }
+        pending.extend(children(node).into_iter().map(|child| (child, depth + 1)));
+    }
+    false
+}
+
+/// The direct sub-expressions of `node`.
+pub(crate) fn children(node: &IdedExpr) -> Vec<&IdedExpr> {
+    match &node.expr {
+        Expr::Call(call) => call
+            .target
+            .as_deref()
+            .into_iter()
+            .chain(&call.args)
+            .collect(),
+        Expr::Comprehension(c) => vec![
+            &c.iter_range,
+            &c.accu_init,
+            &c.loop_cond,
+            &c.loop_step,
+            &c.result,
+        ],
+        Expr::Select(select) => vec![&select.operand],
+        Expr::List(list) => list.elements.iter().collect(),
+        Expr::Map(map) => map
+            .entries
+            .iter()
+            .flat_map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(e) => vec![&e.key, &e.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        Expr::Struct(st) => st
+            .entries
+            .iter()
+            .flat_map(|entry| match &entry.expr {
+                EntryExpr::MapEntry(e) => vec![&e.key, &e.value],
+                EntryExpr::StructField(f) => vec![&f.value],
+            })
+            .collect(),
+        _ => Vec::new(),
+    }
+}
+
 /// A compiled, instrumented expression and its static type.
 pub(crate) struct Checked {
     pub(crate) expr: IdedExpr,
@@ -78,6 +134,11 @@ pub(crate) fn compile(
             cel_go_errors(&e.to_string())
         ))
     })?;
+    if depth_exceeds(program.expression(), MAX_RECURSION_DEPTH) {
+        return Err(Problem::Compilation(
+            "compilation failed: ERROR: <input>:-1:0: max recursion depth exceeded".to_owned(),
+        ));
+    }
     let checker = Checker {
         source,
         program: &program,

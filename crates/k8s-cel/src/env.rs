@@ -17,6 +17,7 @@ pub(crate) fn shared() -> Option<Arc<Env>> {
 fn build() -> Result<Env, cel::DeclarationError> {
     let mut env = Env::stdlib();
     budget::register(&mut env)?;
+    crate::access::register(&mut env)?;
     // Before cel's strings extension: the guarded `replace`/`join` must be found first.
     library::register(&mut env)?;
     env.add_extension(cel::extensions::strings)?;

@@ -40,6 +40,7 @@
 //! assert_eq!(violation.message, "replicas must be at most 3");
 //! ```
 
+mod access;
 mod budget;
 mod check;
 mod env;
@@ -50,7 +51,7 @@ mod request;
 mod source;
 mod value;
 
-pub use budget::{COST_BUDGET, MAX_VALUE_BYTES};
+pub use budget::{COST_BUDGET, MAX_BUILT_VALUES, MAX_VALUE_BYTES};
 pub use error::{CompileError, EvalError};
 pub use program::{
     Bindings, CelProgram, CelViolation, DEFAULT_REASON, Decision, MAX_EXPRESSION_BYTES,

@@ -14,6 +14,7 @@ use cel::context::VariableResolver;
 use cel::{Context, Env, ExecutionError, IdedExpr, Value};
 use serde_json::Value as Json;
 use std::sync::{Arc, OnceLock};
+use std::time::Instant;
 
 /// The longest message a `messageExpression` may produce (Kubernetes'
 /// `MaxEvaluatedMessageExpressionSizeBytes`); a longer one falls back to `message`.
@@ -203,6 +204,8 @@ pub struct CelProgram {
     env: Arc<Env>,
     variable_names: Vec<String>,
     variables: Vec<Compiled>,
+    /// For each variable, the earlier variables its expression may read.
+    variable_reads: Vec<Vec<usize>>,
     match_conditions: Vec<Compiled>,
     validations: Vec<CompiledValidation>,
     failure_policy: FailurePolicy,
@@ -339,6 +342,11 @@ impl CelProgram {
         }
         Ok(CelProgram {
             env,
+            variable_reads: variables
+                .iter()
+                .enumerate()
+                .map(|(i, compiled)| reads(compiled, &source.variables[..i]))
+                .collect(),
             variable_names: source.variables.iter().map(|v| v.name.clone()).collect(),
             variables,
             match_conditions,
@@ -405,23 +413,39 @@ impl CelProgram {
         bindings: &PreparedBindings<'_>,
         params: &PreparedParams,
     ) -> Vec<Decision> {
-        let meter = Meter::start(self.cost_budget);
+        self.evaluate_until(bindings, params, None)
+            .unwrap_or_default()
+    }
+
+    /// [`CelProgram::evaluate_prepared`] stopped at `deadline`: `None` when the deadline passed
+    /// before the evaluation ended (the clock is read while it runs, so one evaluation cannot
+    /// outlast the deadline by more than a few thousand steps).
+    pub fn evaluate_until(
+        &self,
+        bindings: &PreparedBindings<'_>,
+        params: &PreparedParams,
+        deadline: Option<Instant>,
+    ) -> Option<Vec<Decision>> {
+        let meter = Meter::start(self.cost_budget, deadline);
         let run = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
             self.decide(bindings, params)
         }));
+        if meter.past_deadline() {
+            return None;
+        }
         let decisions = match run {
             Ok(_) if meter.exhausted() => vec![Decision::Error(EvalError::OutOfBudget)],
             Ok(decisions) => decisions,
             Err(_) => vec![Decision::Error(EvalError::Internal)],
         };
         drop(meter);
-        match self.failure_policy {
+        Some(match self.failure_policy {
             FailurePolicy::Fail => decisions,
             FailurePolicy::Ignore => decisions
                 .into_iter()
                 .filter(|d| matches!(d, Decision::Violation(_)))
                 .collect(),
-        }
+        })
     }
 
     fn keep_error(&self, error: EvalError) -> Vec<Decision> {
@@ -453,6 +477,53 @@ impl CelProgram {
     }
 }
 
+/// The variables among `earlier` that `compiled` may read: those it names as
+/// `variables.<name>` (or `['<name>']`, `has(…)`, `.?<name>`); all of them when it uses
+/// `variables` any other way. Found without recursion.
+fn reads(compiled: &Compiled, earlier: &[crate::source::Named]) -> Vec<usize> {
+    use cel::common::ast::Expr;
+    let Ok(expr) = &compiled.expr else {
+        return Vec::new();
+    };
+    let mut named = Vec::new();
+    let mut pending = vec![expr];
+    while let Some(node) = pending.pop() {
+        match variable_read(node) {
+            Some(Some(name)) => named.push(name),
+            Some(None) => return (0..earlier.len()).collect(),
+            None if matches!(&node.expr, Expr::Ident(n) if n == "variables") => {
+                return (0..earlier.len()).collect();
+            }
+            None => pending.extend(check::children(node)),
+        }
+    }
+    earlier
+        .iter()
+        .enumerate()
+        .filter(|(_, v)| named.contains(&v.name))
+        .map(|(i, _)| i)
+        .collect()
+}
+
+/// For a call on `variables` (a selection, index or presence test): `Some(name)` when it names
+/// a literal variable, `Some(None)` when the name is computed; `None` for any other node.
+fn variable_read(node: &IdedExpr) -> Option<Option<String>> {
+    use cel::common::ast::{Expr, LiteralValue};
+    let Expr::Call(call) = &node.expr else {
+        return None;
+    };
+    let [target, field] = call.args.as_slice() else {
+        return None;
+    };
+    if !matches!(&target.expr, Expr::Ident(n) if n == "variables") {
+        return None;
+    }
+    Some(match &field.expr {
+        Expr::Literal(LiteralValue::String(s)) => Some(s.inner().to_owned()),
+        _ => None,
+    })
+}
+
 /// Kubernetes' aggregate of several errors: the one error, or `[e1, e2]`.
 fn aggregate(mut errors: Vec<EvalError>) -> EvalError {
     if errors.len() == 1 {
@@ -471,8 +542,34 @@ pub(crate) fn error_text(error: &ExecutionError) -> String {
         ExecutionError::DivisionByZero(_) => "division by zero".to_owned(),
         ExecutionError::RemainderByZero(_) => "modulus by zero".to_owned(),
         ExecutionError::Overflow(..) => "integer overflow".to_owned(),
+        ExecutionError::FunctionError { function, message }
+            if matches!(function.as_str(), "int" | "uint" | "double")
+                && message.starts_with("string parse error") =>
+        {
+            format!("type conversion error from 'string' to '{function}'")
+        }
         ExecutionError::FunctionError { message, .. } => message.clone(),
         ExecutionError::UndeclaredReference(name) => format!("no such attribute: {name}"),
+        ExecutionError::NoSuchOverload(overload) => {
+            crate::access::overload_text(overload.function(), overload.argument_types())
+        }
+        ExecutionError::UnsupportedBinaryOperator(operator, lhs, _) => {
+            let function = match *operator {
+                "add" => "_+_",
+                "sub" => "_-_",
+                "mul" => "_*_",
+                "div" => "_/_",
+                "rem" => "_%_",
+                other => other,
+            };
+            crate::access::overload_text(function, &[crate::access::value_type_name(lhs).into()])
+        }
+        ExecutionError::ValuesNotComparable(..) => crate::access::NO_SUCH_OVERLOAD.to_owned(),
+        ExecutionError::UnexpectedType { got, want } if want == "iterable" => format!(
+            "got '{}', expected iterable type",
+            crate::access::go_type_name(got)
+        ),
+        ExecutionError::UnexpectedType { .. } => crate::access::NO_SUCH_OVERLOAD.to_owned(),
         other => other.to_string(),
     }
 }
@@ -571,8 +668,30 @@ impl<'a, 'j> Resolver<'a, 'j> {
         format!("failed expression: {}", validation.expression.source.trim())
     }
 
-    /// The value of the template variable at `index`, computed on first use.
+    /// The value of the template variable at `index`, computed on first use. The variables it
+    /// may read are computed first, earliest first, so no variable's evaluation waits on
+    /// another's: a chain of any length needs no more stack than one expression.
     fn variable(&self, index: usize) -> Result<&(dyn Val + 'static), ExecutionError> {
+        if self.slots[index].get().is_none() {
+            let mut needed = vec![false; index];
+            let mut pending = vec![index];
+            while let Some(i) = pending.pop() {
+                for &j in &self.program.variable_reads[i] {
+                    if !needed[j] && self.slots[j].get().is_none() {
+                        needed[j] = true;
+                        pending.push(j);
+                    }
+                }
+            }
+            for (j, _) in needed.iter().enumerate().filter(|(_, n)| **n) {
+                let _ = self.computed(j);
+            }
+        }
+        self.computed(index)
+    }
+
+    /// The variable at `index`, computed now unless it was.
+    fn computed(&self, index: usize) -> Result<&(dyn Val + 'static), ExecutionError> {
         let name = &self.program.variable_names[index];
         let compiled = &self.program.variables[index];
         let slot = self.slots[index].get_or_init(|| match &compiled.expr {

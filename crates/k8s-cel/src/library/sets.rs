@@ -28,6 +28,12 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     )
 }
 
+/// Charges a set function by its work, as cel-go's sets extension estimates it: the product of
+/// the two lists' sizes (each element of one compared with each of the other).
+fn charge(function: &str, a: &[&dyn Val], b: &[&dyn Val]) -> Result<(), cel::ExecutionError> {
+    crate::budget::charge(function, (a.len() as u64).saturating_mul(b.len() as u64))
+}
+
 /// Whether every element of `sub` equals some element of `of`.
 fn all_in(sub: &[&dyn Val], of: &[&dyn Val]) -> bool {
     sub.iter().all(|a| of.iter().any(|b| a.equals(*b)))
@@ -39,6 +45,7 @@ fn contains<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
         elements("sets.contains", a.as_ref())?,
         elements("sets.contains", b.as_ref())?,
     );
+    charge("sets.contains", &a, &b)?;
     boolean(all_in(&b, &a))
 }
 
@@ -48,6 +55,7 @@ fn equivalent<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
         elements("sets.equivalent", a.as_ref())?,
         elements("sets.equivalent", b.as_ref())?,
     );
+    charge("sets.equivalent", &a, &b)?;
     boolean(all_in(&a, &b) && all_in(&b, &a))
 }
 
@@ -57,5 +65,6 @@ fn intersects<'b, 'v>(args: Vec<CowVal<'b, 'v>>) -> Outcome<'b, 'v> {
         elements("sets.intersects", a.as_ref())?,
         elements("sets.intersects", b.as_ref())?,
     );
+    charge("sets.intersects", &a, &b)?;
     boolean(a.iter().any(|x| b.iter().any(|y| x.equals(*y))))
 }
