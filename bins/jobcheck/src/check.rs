@@ -51,20 +51,53 @@ pub(crate) struct Report {
     pub(crate) output: String,
     /// Whether any region's verdict is `reject`.
     pub(crate) any_reject: bool,
+    /// How many regions' policies could be read, and how many could not.
+    pub(crate) readable: usize,
+    /// How many regions' policies could not be read.
+    pub(crate) unreadable: usize,
     /// Whether `--fail-on-reject` was given.
     pub(crate) fail_on_reject: bool,
+    /// Whether `--fail-on-unknown` was given.
+    pub(crate) fail_on_unknown: bool,
+}
+
+impl Report {
+    /// Why the run fails (exit 1), if it does: a rejection or nothing judged with
+    /// `--fail-on-reject`, an unreadable region with `--fail-on-unknown`.
+    pub(crate) fn failure(&self) -> Option<String> {
+        if self.fail_on_reject && self.any_reject {
+            return Some("a region rejects (--fail-on-reject)".to_owned());
+        }
+        if self.fail_on_reject && self.readable == 0 {
+            return Some(
+                "no region's policy could be read, so nothing was judged (--fail-on-reject)"
+                    .to_owned(),
+            );
+        }
+        if self.fail_on_unknown && self.unreadable > 0 {
+            return Some(format!(
+                "{} region(s) could not be read (--fail-on-unknown)",
+                self.unreadable
+            ));
+        }
+        None
+    }
 }
 
 /// Runs `jobcheck check`.
 pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
     let policies = read_policies(args)?;
-    let mut loaded = match &args.manifest_path {
+    let inputs = args.inputs();
+    let mut loaded = if inputs.is_empty() {
+        Loaded::default()
+    } else {
         // Texts are kept only for the formats that point at lines.
-        Some(path) => {
-            manifests::load(path, args.output.needs_positions()).map_err(CheckError::Usage)?
-        }
-        None => Loaded::default(),
+        manifests::load(&inputs, args.recursive, args.output.needs_positions())
+            .map_err(CheckError::Usage)?
     };
+    if let Some(line) = loaded.skipped_line() {
+        eprintln!("{line}");
+    }
     prefill_namespaces(&mut loaded.manifests, &args.namespace)
         .context("cannot pre-fill the manifest namespace")
         .map_err(CheckError::Failed)?;
@@ -84,6 +117,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
         }
     };
     let any_reject = any_reject(&report);
+    let readable = policies.iter().filter(|p| p.is_ok()).count();
     // The process ends once the output is written: freeing every key and value of a large
     // manifest stream one by one would only delay the exit.
     std::mem::forget(loaded);
@@ -91,7 +125,10 @@ pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
     Ok(Report {
         output,
         any_reject,
+        readable,
+        unreadable: policies.len() - readable,
         fail_on_reject: args.fail_on_reject,
+        fail_on_unknown: args.fail_on_unknown,
     })
 }
 
@@ -157,13 +194,23 @@ pub(crate) fn parse_policy_flags(flags: &[String]) -> Result<Vec<(String, String
     Ok(sources)
 }
 
-/// Reads every policy file as a saved response body: a file that cannot be read or parsed is a
-/// usage error; a parsed body is treated exactly like a live read of it.
+/// Reads every policy file as a saved response body: a file that cannot be read or parsed, or
+/// whose body is neither a policy answer (a `policy` object) nor the endpoint's error answer (an
+/// `error` key), is a usage error (a file the user named is not a flaky network); any other body
+/// is treated exactly like a live read of it.
 fn read_policy_files(sources: &[(String, String)]) -> Result<Vec<RegionPolicy>, CheckError> {
     sources
         .iter()
         .map(|(region, file)| {
             let body = read_policy_body(Path::new(file))?;
+            // The endpoint's own error answer, saved, is an unreadable region like a live one.
+            let policy_object = body.get("policy").is_some_and(Value::is_object);
+            if !policy_object && body.get("error").is_none() {
+                return Err(CheckError::Usage(format!(
+                    "policy file {file} is not a saved GET /api/v1/policy response body: it has \
+                     no `policy` object (save one with `jobcheck policy -r REGION -o json`)"
+                )));
+            }
             Ok(RegionPolicy::from_response_body(region.clone(), &body))
         })
         .collect()

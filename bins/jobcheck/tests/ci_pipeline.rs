@@ -1,0 +1,245 @@
+//! `jobcheck check` as a CI pipeline runs it: never green by accident (no region readable, no
+//! manifest found, a wrong-shaped saved policy), several paths and `-f` as CI passes them, and
+//! findings that name their file.
+
+mod common;
+
+use std::path::Path;
+use std::process::Output;
+
+use common::jobcheck_with_stdin;
+
+const JOB: &str = "fixtures/jobcheck/gpu-job.yaml";
+const EAST1: &str = "us-east-1=fixtures/jobcheck/policies/us-east-1.json";
+const EAST2: &str = "us-east-2=fixtures/jobcheck/policies/us-east-2.json";
+const UNREADABLE: &str = "eu-west-1=fixtures/jobcheck/ci/unreadable.json";
+
+fn jobcheck(args: &[&str]) -> Output {
+    jobcheck_with_stdin(args, None)
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+fn write(dir: &Path, name: &str, content: &str) -> String {
+    let path = dir.join(name);
+    if let Some(parent) = path.parent() {
+        std::fs::create_dir_all(parent).expect("create dir");
+    }
+    std::fs::write(&path, content).expect("write temp file");
+    path.display().to_string()
+}
+
+fn job(name: &str) -> String {
+    format!(
+        "apiVersion: batch/v1\nkind: Job\nmetadata:\n  name: {name}\nspec:\n  template:\n    spec:\n      containers:\n        - name: c\n          image: docker.io/library/busybox:1\n"
+    )
+}
+
+/// Asserts exit 2 with one stderr line holding every one of `expected`, and nothing on stdout.
+fn assert_usage_error(output: &Output, expected: &[&str]) {
+    let stderr = text(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    for part in expected {
+        assert!(stderr.contains(part), "expected {part:?} in: {stderr}");
+    }
+    assert_eq!(stderr.trim_end().lines().count(), 1, "{stderr}");
+    assert!(output.stdout.is_empty(), "{}", text(&output.stdout));
+}
+
+#[test]
+fn fail_on_unknown_fails_when_a_region_cannot_be_read() {
+    let base = [
+        "check",
+        JOB,
+        "--policy-file",
+        EAST1,
+        "--policy-file",
+        UNREADABLE,
+    ];
+    assert_eq!(jobcheck(&base).status.code(), Some(0));
+    let mut args = base.to_vec();
+    args.push("--fail-on-unknown");
+    let output = jobcheck(&args);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    assert!(text(&output.stderr).contains("1 region(s) could not be read"));
+    // The output is printed first.
+    assert!(text(&output.stdout).contains("[admit ] us-east-1"));
+}
+
+#[test]
+fn fail_on_reject_fails_when_no_region_could_be_read() {
+    for format in ["table", "sarif", "junit", "github", "json"] {
+        let output = jobcheck(&[
+            "check",
+            JOB,
+            "--policy-file",
+            UNREADABLE,
+            "-o",
+            format,
+            "--fail-on-reject",
+        ]);
+        assert_eq!(output.status.code(), Some(1), "{format}");
+        assert!(
+            text(&output.stderr).contains("nothing was judged"),
+            "{format}"
+        );
+    }
+    let sarif = jobcheck(&["check", JOB, "--policy-file", UNREADABLE, "-o", "sarif"]);
+    let log: serde_json::Value = serde_json::from_slice(&sarif.stdout).expect("SARIF");
+    let invocation = &log["runs"][0]["invocations"][0];
+    assert_eq!(invocation["executionSuccessful"], false);
+    assert_eq!(
+        invocation["toolExecutionNotifications"][0]["level"],
+        "error"
+    );
+}
+
+#[test]
+fn a_path_without_a_manifest_is_a_usage_error_naming_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).expect("mkdir");
+    let empty = empty.display().to_string();
+    assert_usage_error(
+        &jobcheck(&["check", &empty, "--policy-file", EAST1]),
+        &["no manifest found in", &empty],
+    );
+    let nested = dir.path().join("nested");
+    write(&nested, "team/job.yaml", &job("deep"));
+    write(&nested, "README.md", "# jobs\n");
+    let nested = nested.display().to_string();
+    assert_usage_error(
+        &jobcheck(&["check", &nested, "--policy-file", EAST1]),
+        &[
+            "no manifest found in",
+            "team: a directory (give -R to read it)",
+            "README.md: not a *.yaml, *.yml or *.json file",
+        ],
+    );
+    let recursive = jobcheck(&["check", &nested, "-R", "--policy-file", EAST1]);
+    assert_eq!(
+        recursive.status.code(),
+        Some(0),
+        "{}",
+        text(&recursive.stderr)
+    );
+    assert!(text(&recursive.stdout).contains("[admit ] us-east-1"));
+    let string = write(dir.path(), "string.yaml", "just a string\n");
+    assert_usage_error(
+        &jobcheck(&["check", &string, "--policy-file", EAST1]),
+        &["no manifest found in", "a string document, not a mapping"],
+    );
+    let blank = write(dir.path(), "blank.yaml", "# nothing\n");
+    assert_usage_error(
+        &jobcheck(&["check", &blank, "--policy-file", EAST1]),
+        &["no manifest found in", "it holds no document"],
+    );
+}
+
+#[test]
+fn json_and_upper_case_extensions_are_read_from_a_directory() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    write(dir.path(), "a.YAML", &job("upper"));
+    write(
+        dir.path(),
+        "b.json",
+        r#"{"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "from-json"}, "spec": {"template": {"spec": {"containers": [{"name": "c", "image": "docker.io/library/busybox:1", "securityContext": {"privileged": true}}]}}}}"#,
+    );
+    let path = dir.path().display().to_string();
+    let output = jobcheck(&["check", &path, "--policy-file", EAST1, "-o", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let payload: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let issues = payload["verdicts"][0]["issues"].as_array().expect("issues");
+    assert!(
+        issues.iter().any(|i| i["manifest"] == "Job/from-json"),
+        "{issues:?}"
+    );
+}
+
+#[test]
+fn skipped_documents_are_counted_and_named_on_stderr() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let file = write(
+        dir.path(),
+        "mixed.yaml",
+        &format!("{}---\n- a list\n---\nplain words\n", job("kept")),
+    );
+    let output = jobcheck(&["check", &file, "--policy-file", EAST1]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let stderr = text(&output.stderr);
+    assert!(stderr.contains("skipped 2 inputs"), "{stderr}");
+    assert!(stderr.contains("mixed.yaml: a list document"), "{stderr}");
+    assert!(stderr.contains("mixed.yaml: a string document"), "{stderr}");
+}
+
+#[test]
+fn a_wrong_shaped_policy_file_is_a_usage_error_naming_it() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let nope = write(dir.path(), "nope.json", r#"{"nope": 1}"#);
+    assert_usage_error(
+        &jobcheck(&["check", JOB, "--policy-file", &format!("us-east-1={nope}")]),
+        &[&format!("policy file {nope}"), "no `policy` object"],
+    );
+}
+
+#[test]
+fn several_paths_and_filename_flags_are_all_judged_and_named() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let a = write(dir.path(), "a.yaml", &job("job-a"));
+    let b = write(dir.path(), "b.yaml", &job("job-b"));
+    let c = write(
+        dir.path(),
+        "c.yaml",
+        &job("job-c").replace("docker.io/library/busybox:1", "evil.example/x:1"),
+    );
+    let output = jobcheck_with_stdin(
+        &[
+            "check",
+            &a,
+            &b,
+            "-f",
+            &c,
+            "--filename",
+            "-",
+            "--policy-file",
+            EAST1,
+            "-o",
+            "json",
+        ],
+        Some(&job("from-stdin")),
+    );
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let payload: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let issues = payload["verdicts"][0]["issues"].as_array().expect("issues");
+    assert!(
+        issues.iter().any(|i| i["manifest"] == "Job/job-c"),
+        "{issues:?}"
+    );
+    // The CI formats name each finding's file.
+    let github = jobcheck(&["check", &a, &c, "--policy-file", EAST1, "-o", "github"]);
+    let commands = text(&github.stdout);
+    assert!(
+        commands
+            .lines()
+            .any(|l| l.starts_with("::error") && l.contains(&format!("file={c}"))),
+        "{commands}"
+    );
+    // stdin given twice is refused rather than read as empty.
+    assert_usage_error(
+        &jobcheck(&["check", "-", "-f", "-", "--policy-file", EAST1]),
+        &["stdin (-) is given more than once"],
+    );
+}
+
+#[test]
+fn an_empty_regions_file_variable_counts_as_unset() {
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_jobcheck"))
+        .args(["check", JOB, "--policy-file", EAST1, "--policy-file", EAST2])
+        .current_dir(common::root())
+        .env("JOBCHECK_REGIONS_FILE", "")
+        .output()
+        .expect("jobcheck runs");
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+}
