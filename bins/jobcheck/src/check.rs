@@ -4,13 +4,13 @@
 
 use std::path::Path;
 
-use admission_core::{RegionPolicy, Verdict, prefill_namespaces};
-use anyhow::Context;
+use admission_core::{RegionPolicy, Verdict};
 use policy_client::{MAX_BODY_BYTES, REGION_NAME_RULE, is_valid_region_name};
 use serde_json::Value;
 
 use crate::ci::{self, CiReport};
 use crate::live::{self, RegionsFileChoice};
+use crate::malformed;
 use crate::manifests::{self, Loaded};
 use crate::render::{self, CheckReport};
 use crate::yaml::parse_documents;
@@ -91,24 +91,37 @@ pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
     let mut loaded = if inputs.is_empty() {
         Loaded::default()
     } else {
-        // Texts are kept only for the formats that point at lines.
-        manifests::load(&inputs, args.recursive, args.output.needs_positions())
-            .map_err(CheckError::Usage)?
+        // Texts are kept (they are read whole anyway): the CI formats point at lines, and a
+        // malformed manifest's finding does in every format.
+        manifests::load(&inputs, args.recursive, true).map_err(CheckError::Usage)?
     };
     if let Some(line) = loaded.skipped_line() {
         eprintln!("{line}");
     }
-    prefill_namespaces(&mut loaded.manifests, &args.namespace)
-        .context("cannot pre-fill the manifest namespace")
-        .map_err(CheckError::Failed)?;
-    let report = render::judge(&loaded.manifests, &policies, args.strict_enforcement)
-        .map_err(CheckError::Failed)?;
+    let mut malformed = malformed::prefill(&mut loaded.manifests, &args.namespace);
+    let mut report = render::judge(
+        &mut loaded.manifests,
+        &policies,
+        args.strict_enforcement,
+        &mut malformed,
+    )
+    .map_err(CheckError::Failed)?;
+    render::add_malformed(&mut report, &malformed, |m| {
+        let location = ci::location_of(&loaded, m.index, m.pointer.as_deref());
+        format!("{} ({location})", m.message())
+    });
     let output = match args.output {
         OutputFormat::Table => render::table(&report, &policies),
         OutputFormat::Json => render::json(&report).map_err(CheckError::Failed)?,
         OutputFormat::Yaml => render::yaml(&report).map_err(CheckError::Failed)?,
         OutputFormat::Sarif | OutputFormat::Junit | OutputFormat::Github => {
-            let ci = CiReport::build(&report, &loaded, &policies, args.strict_enforcement);
+            let ci = CiReport::build(
+                &report,
+                &loaded,
+                &malformed,
+                &policies,
+                args.strict_enforcement,
+            );
             match args.output {
                 OutputFormat::Sarif => ci::sarif::render(&ci),
                 OutputFormat::Junit => ci::junit::render(&ci),

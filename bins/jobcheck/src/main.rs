@@ -12,6 +12,7 @@
 mod check;
 mod ci;
 mod live;
+mod malformed;
 mod manifests;
 mod policy_cmd;
 mod render;
@@ -59,13 +60,6 @@ enum OutputFormat {
     Junit,
     /// GitHub Actions workflow commands (annotations).
     Github,
-}
-
-impl OutputFormat {
-    /// Whether the format points at manifest lines (so the manifests' texts are kept).
-    fn needs_positions(self) -> bool {
-        matches!(self, Self::Sarif | Self::Junit | Self::Github)
-    }
 }
 
 /// Arguments of `jobcheck check`.

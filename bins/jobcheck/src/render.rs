@@ -5,12 +5,15 @@
 use std::fmt::Write as _;
 
 use admission_core::{
-    EvaluationError, PolicyDrift, RegionJudgement, RegionMap, RegionPolicy, RegionVerdict, Verdict,
-    all_policy_drift, attach_enforcement_warnings, ecr_augmentation, py_str, region_verdicts,
+    AdmissionIssue, Check, EvaluationError, PolicyDrift, RegionJudgement, RegionMap, RegionPolicy,
+    RegionVerdict, Verdict, all_policy_drift, attach_enforcement_warnings, ecr_augmentation,
+    py_str, region_verdicts,
 };
 use anyhow::Context;
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::malformed::Malformed;
 
 /// The JSON/YAML payload of `jobcheck check`.
 #[derive(Debug, Serialize)]
@@ -30,16 +33,35 @@ pub(crate) struct CheckReport {
 /// Judges `manifests` (already pre-filled) against `policies` and compares the policies. Each
 /// readable region's verdict carries the advisory LimitRange / ResourceQuota warnings; with
 /// `strict_enforcement` they count as issues.
+///
+/// A manifest the checks raise on is taken out of `manifests` into `malformed` (see
+/// [`crate::malformed`]) and the others are judged; [`add_malformed`] then counts it as a
+/// rejection in every region.
 pub(crate) fn judge(
-    manifests: &[Value],
+    manifests: &mut [Value],
     policies: &[RegionPolicy],
     strict_enforcement: bool,
+    malformed: &mut Vec<Malformed>,
 ) -> anyhow::Result<CheckReport> {
     let verdicts = if manifests.is_empty() {
         Vec::new()
     } else {
-        let mut verdicts =
-            verdicts_on_all_cores(manifests, policies).context("cannot evaluate the manifests")?;
+        let mut verdicts = match verdicts_on_all_cores(manifests, policies) {
+            Err(EvaluationError::Manifest(error)) => {
+                // Only on this path is each manifest evaluated on its own to find the ones that
+                // raise; if none does alone, the batch's error stands.
+                let found = crate::malformed::find(manifests, policies);
+                if found.is_empty() {
+                    return Err(EvaluationError::Manifest(error))
+                        .context("cannot evaluate the manifests");
+                }
+                malformed.extend(found);
+                malformed.sort_by_key(|m| m.index);
+                verdicts_on_all_cores(manifests, policies)
+            }
+            other => other,
+        }
+        .context("cannot evaluate the manifests")?;
         attach_enforcement_warnings(&mut verdicts, manifests, policies, strict_enforcement);
         verdicts
     };
@@ -60,6 +82,28 @@ pub(crate) fn judge(
         policy_drift,
         ecr_augmentation,
     })
+}
+
+/// Counts every malformed manifest as a rejection in every region: a `manifest` issue with
+/// `message(m)` (the field, the exception and where it is), after the region's other issues.
+pub(crate) fn add_malformed(
+    report: &mut CheckReport,
+    malformed: &[Malformed],
+    message: impl Fn(&Malformed) -> String,
+) {
+    if malformed.is_empty() {
+        return;
+    }
+    for verdict in &mut report.verdicts {
+        verdict.verdict = Verdict::Reject;
+        for manifest in malformed {
+            verdict.issues.push(AdmissionIssue {
+                check: Check::Manifest,
+                message: message(manifest),
+                manifest: Some(manifest.label.clone()),
+            });
+        }
+    }
 }
 
 /// Fewer manifests than this per core are judged on the calling thread.
@@ -231,6 +275,10 @@ pub(crate) fn render_verdicts(out: &mut String, verdicts: &[RegionVerdict], inde
             let _ = writeln!(out, "{indent}    policy unreadable: {reason}");
             continue;
         }
+        // An unreadable region rejects only a malformed manifest; its reason stays visible.
+        if let Some(reason) = &verdict.reason {
+            let _ = writeln!(out, "{indent}    policy unreadable: {reason}");
+        }
         for issue in &verdict.issues {
             let manifest = issue.manifest.as_deref();
             finding_line(out, indent, "", manifest, issue.check, &issue.message);
@@ -259,7 +307,6 @@ pub(crate) fn render_verdicts(out: &mut String, verdicts: &[RegionVerdict], inde
 #[cfg(test)]
 mod tests {
     use super::*;
-    use admission_core::{AdmissionIssue, Check};
 
     /// Batches judged on separate threads and joined give the verdicts of one pass, and the
     /// error of the first failing manifest when several batches fail.

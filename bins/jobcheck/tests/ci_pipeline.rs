@@ -243,3 +243,90 @@ fn an_empty_regions_file_variable_counts_as_unset() {
         .expect("jobcheck runs");
     assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
 }
+
+#[test]
+fn a_malformed_manifest_is_a_finding_in_every_format_and_region() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let bad = write(
+        dir.path(),
+        "bad.yaml",
+        "kind: Job\nmetadata:\n  name: broken\nspec:\n  template:\n    spec:\n      containers: null\n",
+    );
+    let run = |format: &str| {
+        jobcheck(&[
+            "check",
+            &bad,
+            JOB,
+            "--policy-file",
+            EAST1,
+            "--policy-file",
+            EAST2,
+            "--policy-file",
+            UNREADABLE,
+            "-o",
+            format,
+            "--fail-on-reject",
+        ])
+    };
+    let json = run("json");
+    assert_eq!(json.status.code(), Some(1), "{}", text(&json.stderr));
+    let payload: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    for verdict in payload["verdicts"].as_array().expect("verdicts") {
+        assert_eq!(verdict["verdict"], "reject", "{verdict}");
+        assert!(
+            verdict["issues"]
+                .as_array()
+                .expect("issues")
+                .iter()
+                .any(|i| i["check"] == "manifest" && i["manifest"] == "Job/broken"),
+            "{verdict}"
+        );
+    }
+    // us-east-2 still judges the GPU job: its own issues are there.
+    assert!(
+        payload["verdicts"][1]["issues"]
+            .as_array()
+            .expect("issues")
+            .iter()
+            .any(|i| i["manifest"] == "Job/gpu-training"),
+        "{payload}"
+    );
+    let sarif = run("sarif");
+    let log: serde_json::Value = serde_json::from_slice(&sarif.stdout).expect("SARIF");
+    let results = log["runs"][0]["results"].as_array().expect("results");
+    let manifest_results: Vec<_> = results
+        .iter()
+        .filter(|r| r["ruleId"] == "manifest")
+        .collect();
+    assert_eq!(manifest_results.len(), 3, "{results:?}");
+    let location = &manifest_results[0]["locations"][0]["physicalLocation"];
+    assert_eq!(location["region"]["startLine"], 7);
+    assert!(
+        manifest_results[0]["message"]["text"]
+            .as_str()
+            .expect("text")
+            .contains("TypeError: 'NoneType' object is not iterable")
+    );
+    let junit = run("junit");
+    let xml = text(&junit.stdout);
+    let mut reader = quick_xml::Reader::from_str(&xml);
+    let mut failures = 0;
+    loop {
+        match reader.read_event().expect("well-formed JUnit") {
+            quick_xml::events::Event::Eof => break,
+            quick_xml::events::Event::Start(e) if e.name().into_inner() == "failure" => {
+                failures += 1;
+            }
+            _ => {}
+        }
+    }
+    // The broken job fails in all three regions, the GPU job in us-east-2.
+    assert_eq!(failures, 4, "{xml}");
+    let github = text(&run("github").stdout);
+    assert!(
+        github.contains(&format!(
+            "::error file={bad},line=7,title=jobcheck manifest (us-east-1)::Job/broken: field spec.template.spec.containers"
+        )),
+        "{github}"
+    );
+}

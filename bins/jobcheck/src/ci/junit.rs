@@ -50,10 +50,11 @@ impl Counts {
         let mut counts = Self::default();
         for findings in cases(region).map(|(_, _, findings)| findings) {
             counts.tests += 1;
-            if region.reason.is_some() {
-                counts.skipped += 1;
-            } else if findings.iter().any(|f| f.level == Level::Error) {
+            // An unreadable region still fails a malformed manifest (every region refuses it).
+            if findings.iter().any(|f| f.level == Level::Error) {
                 counts.failures += 1;
+            } else if region.reason.is_some() {
+                counts.skipped += 1;
             }
         }
         counts
@@ -134,7 +135,7 @@ fn write_case(
         return Ok(());
     }
     element.write_inner_content(|writer| {
-        if let Some(reason) = &region.reason {
+        if let Some(reason) = region.reason.as_ref().filter(|_| errors.is_empty()) {
             writer
                 .create_element("skipped")
                 .with_attribute(("message", format!("policy unreadable: {reason}").as_str()))

@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::{CiReport, Finding, Level, Location};
 
 /// Every check a result can name, in the order the rules are listed.
-const RULES: [(&str, &str); 8] = [
+const RULES: [(&str, &str); 9] = [
     (
         "kind",
         "The manifest's kind is not in the region's allowlist.",
@@ -45,6 +45,10 @@ const RULES: [(&str, &str); 8] = [
     (
         "resource_quota",
         "The manifest exceeds the namespace's ResourceQuota in the region's cluster.",
+    ),
+    (
+        "manifest",
+        "A field of the manifest has a shape the admission checks cannot read, so every region refuses it.",
     ),
 ];
 
