@@ -330,3 +330,40 @@ fn a_malformed_manifest_is_a_finding_in_every_format_and_region() {
         "{github}"
     );
 }
+
+#[test]
+fn junit_stays_well_formed_with_characters_xml_forbids() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    // A control character in a manifest value (the name, the image) and in a file name.
+    let bad = write(
+        dir.path(),
+        "bell\u{7}file.yaml",
+        "kind: Job\nmetadata:\n  name: \"a\\x01b\\x1bc\"\nspec:\n  template:\n    spec:\n      containers:\n        - name: c\n          image: \"evil.example/x\\x0c:1\"\n",
+    );
+    let output = jobcheck(&["check", &bad, "--policy-file", EAST1, "-o", "junit"]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let xml = text(&output.stdout);
+    let document = roxmltree::Document::parse(&xml)
+        .unwrap_or_else(|error| panic!("JUnit is not well-formed XML: {error}\n{xml}"));
+    let case = document
+        .descendants()
+        .find(|n| n.has_tag_name("testcase"))
+        .expect("a testcase");
+    assert_eq!(case.attribute("name"), Some("Job/a\\u{0001}b\\u{001b}c"));
+    assert!(
+        case.attribute("file")
+            .expect("file")
+            .ends_with("bell\\u{0007}file.yaml")
+    );
+    let failure = document
+        .descendants()
+        .find(|n| n.has_tag_name("failure"))
+        .expect("a failure");
+    assert!(
+        failure
+            .text()
+            .expect("text")
+            .contains("evil.example/x\\u{000c}:1"),
+        "{xml}"
+    );
+}
