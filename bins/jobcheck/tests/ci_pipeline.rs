@@ -367,3 +367,68 @@ fn junit_stays_well_formed_with_characters_xml_forbids() {
         "{xml}"
     );
 }
+
+#[test]
+fn inline_merge_keys_are_applied_as_pyyaml_does() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let merged = write(
+        dir.path(),
+        "merged.yaml",
+        "kind: Job\nmetadata:\n  name: merged\nspec:\n  template:\n    spec:\n      <<: {hostNetwork: true, hostPID: true}\n      hostPID: false\n      containers:\n        - name: c\n          image: docker.io/library/busybox:1\n",
+    );
+    let output = jobcheck(&[
+        "check",
+        &merged,
+        "--policy-file",
+        EAST1,
+        "-o",
+        "json",
+        "--fail-on-reject",
+    ]);
+    assert_eq!(output.status.code(), Some(1), "{}", text(&output.stderr));
+    let payload: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON");
+    let messages: Vec<&str> = payload["verdicts"][0]["issues"]
+        .as_array()
+        .expect("issues")
+        .iter()
+        .filter_map(|i| i["message"].as_str())
+        .collect();
+    assert!(
+        messages.iter().any(|m| m.contains("hostNetwork")),
+        "{messages:?}"
+    );
+    // The explicit `hostPID: false` wins over the merged `true`.
+    assert!(
+        !messages.iter().any(|m| m.contains("hostPID")),
+        "{messages:?}"
+    );
+    // An alias stays refused, merge key or not.
+    let aliased = write(
+        dir.path(),
+        "aliased.yaml",
+        "base: &b {hostNetwork: true}\nkind: Job\nspec:\n  <<: *b\n",
+    );
+    assert_usage_error(
+        &jobcheck(&["check", &aliased, "--policy-file", EAST1]),
+        &["YAML anchors are not allowed"],
+    );
+}
+
+#[test]
+fn a_leading_byte_order_mark_is_skipped_as_kubectl_does() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let with_bom = write(
+        dir.path(),
+        "bom.yaml",
+        &format!("\u{feff}# a comment, not a key\n{}", job("with-bom")),
+    );
+    for format in ["json", "sarif"] {
+        let output = jobcheck(&["check", &with_bom, "--policy-file", EAST1, "-o", format]);
+        assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+        let stdout = text(&output.stdout);
+        assert!(!stdout.contains("a comment"), "{stdout}");
+    }
+    let json = jobcheck(&["check", &with_bom, "--policy-file", EAST1, "-o", "json"]);
+    let payload: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
+    assert_eq!(payload["verdicts"][0]["verdict"], "admit", "{payload}");
+}
