@@ -111,7 +111,9 @@ pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
         format!("{} ({location})", m.message())
     });
     let output = match args.output {
-        OutputFormat::Table => render::table(&report, &policies),
+        OutputFormat::Table => {
+            render::table(&report, &policies, &table_inputs(&loaded, &malformed))
+        }
         OutputFormat::Json => render::json(&report).map_err(CheckError::Failed)?,
         OutputFormat::Yaml => render::yaml(&report).map_err(CheckError::Failed)?,
         OutputFormat::Sarif | OutputFormat::Junit | OutputFormat::Github => {
@@ -143,6 +145,36 @@ pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
         fail_on_reject: args.fail_on_reject,
         fail_on_unknown: args.fail_on_unknown,
     })
+}
+
+/// What the table says was judged: manifests, files and, with several files, each label's file.
+fn table_inputs(loaded: &Loaded, malformed: &[malformed::Malformed]) -> render::Inputs {
+    let mut inputs = render::Inputs {
+        manifests: loaded.manifests.iter().filter(|m| m.is_object()).count() + malformed.len(),
+        file_count: loaded.sources.len(),
+        files: std::collections::HashMap::new(),
+    };
+    if loaded.sources.len() > 1 {
+        let mut manifests = loaded.manifests.iter().enumerate();
+        for source in &loaded.sources {
+            for (index, manifest) in manifests.by_ref().take(source.count) {
+                let label = match malformed.iter().find(|m| m.index == index) {
+                    Some(taken_out) => Some(taken_out.label.clone()),
+                    None => manifest
+                        .is_object()
+                        .then(|| admission_core::manifest_label(manifest).ok())
+                        .flatten(),
+                };
+                if let Some(label) = label {
+                    inputs
+                        .files
+                        .entry(label)
+                        .or_insert_with(|| source.name.clone());
+                }
+            }
+        }
+    }
+    inputs
 }
 
 /// Every region's read: saved bodies first (flag order), then live regions (selection order).
@@ -215,18 +247,24 @@ fn read_policy_files(sources: &[(String, String)]) -> Result<Vec<RegionPolicy>, 
     sources
         .iter()
         .map(|(region, file)| {
-            let body = read_policy_body(Path::new(file))?;
-            // The endpoint's own error answer, saved, is an unreadable region like a live one.
-            let policy_object = body.get("policy").is_some_and(Value::is_object);
-            if !policy_object && body.get("error").is_none() {
-                return Err(CheckError::Usage(format!(
-                    "policy file {file} is not a saved GET /api/v1/policy response body: it has \
-                     no `policy` object (save one with `jobcheck policy -r REGION -o json`)"
-                )));
-            }
+            let body = read_saved_body(file)?;
             Ok(RegionPolicy::from_response_body(region.clone(), &body))
         })
         .collect()
+}
+
+/// A saved response body: read and parsed, and refused unless it is a policy answer or the
+/// endpoint's own error answer (saved, that is an unreadable region like a live one).
+pub(crate) fn read_saved_body(file: &str) -> Result<Value, CheckError> {
+    let body = read_policy_body(Path::new(file))?;
+    let policy_object = body.get("policy").is_some_and(Value::is_object);
+    if !policy_object && body.get("error").is_none() {
+        return Err(CheckError::Usage(format!(
+            "policy file {file} is not a saved GET /api/v1/policy response body: it has no \
+             `policy` object (save one with `jobcheck policy -r REGION -o json`)"
+        )));
+    }
+    Ok(body)
 }
 
 /// A saved body is read like a live one: a regular file of at most the live body's cap.

@@ -145,8 +145,18 @@ Exit codes:
 #[command(after_help = POLICY_AFTER_HELP)]
 struct PolicyArgs {
     /// The region to read (it must be in the regions file).
-    #[arg(short = 'r', long = "region", value_name = "REGION")]
-    region: String,
+    #[arg(
+        short = 'r',
+        long = "region",
+        value_name = "REGION",
+        required_unless_present = "policy_file",
+        conflicts_with = "policy_file"
+    )]
+    region: Option<String>,
+    /// Show a saved `GET /api/v1/policy` response body (JSON or YAML) for REGION instead of
+    /// reading the region.
+    #[arg(long = "policy-file", value_name = "REGION=FILE")]
+    policy_file: Option<String>,
     /// The regions file [default: $JOBCHECK_REGIONS_FILE, else ./jobcheck.yaml].
     #[arg(long, value_name = "FILE")]
     regions_file: Option<PathBuf>,

@@ -176,7 +176,10 @@ pub(crate) fn yaml(report: &CheckReport) -> anyhow::Result<String> {
 const RULE: &str = "  ------------------------------------------------------------";
 
 /// The reference's table layout.
-pub(crate) fn table(report: &CheckReport, policies: &[RegionPolicy]) -> String {
+///
+/// `inputs` says what was judged: with several files each finding names its manifest's file,
+/// and the table ends with a one-line summary.
+pub(crate) fn table(report: &CheckReport, policies: &[RegionPolicy], inputs: &Inputs) -> String {
     let mut out = String::new();
     if !report.verdicts.is_empty() {
         let _ = writeln!(
@@ -186,7 +189,7 @@ pub(crate) fn table(report: &CheckReport, policies: &[RegionPolicy]) -> String {
         );
         out.push_str(RULE);
         out.push('\n');
-        render_verdicts(&mut out, &report.verdicts, "  ");
+        render_verdicts(&mut out, &report.verdicts, "  ", &inputs.files);
     }
     let readable: Vec<&str> = policies
         .iter()
@@ -235,7 +238,54 @@ pub(crate) fn table(report: &CheckReport, policies: &[RegionPolicy]) -> String {
         }
     }
     out.push('\n');
+    let _ = writeln!(out, "  {}", summary(report, inputs));
     out
+}
+
+/// What a table was made from: how many manifests in how many files, and each manifest's file
+/// by its label (only with several files).
+#[derive(Debug, Default)]
+pub(crate) struct Inputs {
+    /// Mapping manifests judged (malformed ones included).
+    pub(crate) manifests: usize,
+    /// Files read (stdin counts as one).
+    pub(crate) file_count: usize,
+    /// `Kind/name` → file, the first file holding it; empty with one file.
+    pub(crate) files: std::collections::HashMap<String, String>,
+}
+
+/// `3 manifests in 2 files; 2 regions admit, 1 rejects, 1 unknown`.
+fn summary(report: &CheckReport, inputs: &Inputs) -> String {
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let count = |verdict: Verdict| {
+        report
+            .verdicts
+            .iter()
+            .filter(|v| v.verdict == verdict)
+            .count()
+    };
+    let judged = if report.verdicts.is_empty() {
+        let readable = report.regions.len() - report.unreadable.len();
+        format!(
+            "{} read, {} unknown",
+            plural(readable, "region"),
+            report.unreadable.len()
+        )
+    } else {
+        let (admit, reject) = (count(Verdict::Admit), count(Verdict::Reject));
+        format!(
+            "{} {}, {reject} {}, {} unknown",
+            plural(admit, "region"),
+            if admit == 1 { "admits" } else { "admit" },
+            if reject == 1 { "rejects" } else { "reject" },
+            count(Verdict::Unknown)
+        )
+    };
+    format!(
+        "{} in {}; {judged}",
+        plural(inputs.manifests, "manifest"),
+        plural(inputs.file_count, "file")
+    )
 }
 
 /// How many regions were read: `3` when all were (the reference's text), `1 of 3` when some
@@ -254,15 +304,27 @@ fn finding_line(
     indent: &str,
     prefix: &str,
     manifest: Option<&str>,
+    files: &std::collections::HashMap<String, String>,
     check: impl std::fmt::Display,
     message: &str,
 ) {
-    let place = manifest.map(|m| format!("{m} ")).unwrap_or_default();
+    let place = manifest
+        .map(|m| match files.get(m) {
+            Some(file) => format!("{m} ({file}) "),
+            None => format!("{m} "),
+        })
+        .unwrap_or_default();
     let _ = writeln!(out, "{indent}    {prefix}{place}[{check}] {message}");
 }
 
 /// One line per region plus its reasons (`[admit ]`, `[REJECT]`, `[  ?   ]`).
-pub(crate) fn render_verdicts(out: &mut String, verdicts: &[RegionVerdict], indent: &str) {
+/// Each manifest label is followed by its file when `files` knows it.
+fn render_verdicts(
+    out: &mut String,
+    verdicts: &[RegionVerdict],
+    indent: &str,
+    files: &std::collections::HashMap<String, String>,
+) {
     for verdict in verdicts {
         let mark = match verdict.verdict {
             Verdict::Admit => "admit ",
@@ -281,7 +343,15 @@ pub(crate) fn render_verdicts(out: &mut String, verdicts: &[RegionVerdict], inde
         }
         for issue in &verdict.issues {
             let manifest = issue.manifest.as_deref();
-            finding_line(out, indent, "", manifest, issue.check, &issue.message);
+            finding_line(
+                out,
+                indent,
+                "",
+                manifest,
+                files,
+                issue.check,
+                &issue.message,
+            );
         }
         for warning in &verdict.warnings {
             let manifest = warning.manifest.as_deref();
@@ -290,6 +360,7 @@ pub(crate) fn render_verdicts(out: &mut String, verdicts: &[RegionVerdict], inde
                 indent,
                 "warning: ",
                 manifest,
+                files,
                 warning.check,
                 &warning.message,
             );
@@ -381,7 +452,7 @@ mod tests {
             },
         ];
         let mut out = String::new();
-        render_verdicts(&mut out, &verdicts, "> ");
+        render_verdicts(&mut out, &verdicts, "> ", &std::collections::HashMap::new());
         assert_eq!(
             out,
             "> [admit ] a\n> [REJECT] b\n>     Job/trainer [images] registry is not trusted\n>     [resource_caps] GPU cap exceeded\n>     note: live quota/LimitRange unreadable for ml, gco-jobs — only the front-door caps were checked\n> [  ?   ] c\n>     policy unreadable: regional bridge unavailable\n"

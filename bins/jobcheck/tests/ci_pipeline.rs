@@ -432,3 +432,69 @@ fn a_leading_byte_order_mark_is_skipped_as_kubectl_does() {
     let payload: serde_json::Value = serde_json::from_slice(&json.stdout).expect("JSON");
     assert_eq!(payload["verdicts"][0]["verdict"], "admit", "{payload}");
 }
+
+#[test]
+fn the_table_names_each_file_and_ends_with_a_summary() {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let a = write(
+        dir.path(),
+        "a.yaml",
+        &format!("{}---\n{}", job("one"), job("two")),
+    );
+    let b = write(
+        dir.path(),
+        "b.yaml",
+        &job("three").replace("docker.io/library/busybox:1", "evil.example/x:1"),
+    );
+    let output = jobcheck(&[
+        "check",
+        &a,
+        &b,
+        "--policy-file",
+        EAST1,
+        "--policy-file",
+        EAST2,
+        "--policy-file",
+        UNREADABLE,
+    ]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    let table = text(&output.stdout);
+    assert!(
+        table.contains(&format!("Job/three ({b}) [images]")),
+        "{table}"
+    );
+    assert_eq!(
+        table.trim_end().lines().last(),
+        Some("  3 manifests in 2 files; 0 regions admit, 2 reject, 1 unknown"),
+        "{table}"
+    );
+}
+
+#[test]
+fn policy_shows_a_saved_policy_file_as_the_table() {
+    let output = jobcheck(&["policy", "--policy-file", EAST1]);
+    assert_eq!(output.status.code(), Some(0), "{}", text(&output.stderr));
+    assert!(text(&output.stdout).contains("Job Validation Policy — us-east-1"));
+    let dir = tempfile::tempdir().expect("temp dir");
+    let nope = write(dir.path(), "nope.json", r#"{"nope": 1}"#);
+    assert_usage_error(
+        &jobcheck(&["policy", "--policy-file", &format!("us-east-1={nope}")]),
+        &["no `policy` object"],
+    );
+}
+
+#[test]
+fn help_lists_the_environment_and_the_exit_codes() {
+    for command in ["check", "policy"] {
+        let output = jobcheck(&[command, "--help"]);
+        let help = text(&output.stdout);
+        for expected in [
+            "JOBCHECK_REGIONS_FILE",
+            "AWS_ACCESS_KEY_ID",
+            "Exit codes:",
+            "  2  usage",
+        ] {
+            assert!(help.contains(expected), "{command}: {expected:?} in {help}");
+        }
+    }
+}

@@ -305,7 +305,7 @@ fn a_manifest_the_reference_raises_on_is_a_located_rejection() {
     let table = stdout(&output);
     assert!(
         table.contains(&format!(
-            "Job/x [manifest] field spec.template.spec.containers cannot be evaluated: TypeError: 'NoneType' object is not iterable ({manifest}:7)"
+            "Job/x ({manifest}) [manifest] field spec.template.spec.containers cannot be evaluated: TypeError: 'NoneType' object is not iterable ({manifest}:7)"
         )),
         "{table}"
     );
