@@ -4,13 +4,13 @@
 
 use std::path::Path;
 
-use admission_core::{RegionPolicy, Verdict, prefill_namespaces};
-use anyhow::Context;
+use admission_core::{RegionPolicy, Verdict};
 use policy_client::{MAX_BODY_BYTES, REGION_NAME_RULE, is_valid_region_name};
 use serde_json::Value;
 
 use crate::ci::{self, CiReport};
 use crate::live::{self, RegionsFileChoice};
+use crate::malformed;
 use crate::manifests::{self, Loaded};
 use crate::render::{self, CheckReport};
 use crate::yaml::parse_documents;
@@ -51,31 +51,79 @@ pub(crate) struct Report {
     pub(crate) output: String,
     /// Whether any region's verdict is `reject`.
     pub(crate) any_reject: bool,
+    /// How many regions' policies could be read, and how many could not.
+    pub(crate) readable: usize,
+    /// How many regions' policies could not be read.
+    pub(crate) unreadable: usize,
     /// Whether `--fail-on-reject` was given.
     pub(crate) fail_on_reject: bool,
+    /// Whether `--fail-on-unknown` was given.
+    pub(crate) fail_on_unknown: bool,
+}
+
+impl Report {
+    /// Why the run fails (exit 1), if it does: a rejection or nothing judged with
+    /// `--fail-on-reject`, an unreadable region with `--fail-on-unknown`.
+    pub(crate) fn failure(&self) -> Option<String> {
+        if self.fail_on_reject && self.any_reject {
+            return Some("a region rejects (--fail-on-reject)".to_owned());
+        }
+        if self.fail_on_reject && self.readable == 0 {
+            return Some(
+                "no region's policy could be read, so nothing was judged (--fail-on-reject)"
+                    .to_owned(),
+            );
+        }
+        if self.fail_on_unknown && self.unreadable > 0 {
+            return Some(format!(
+                "{} region(s) could not be read (--fail-on-unknown)",
+                self.unreadable
+            ));
+        }
+        None
+    }
 }
 
 /// Runs `jobcheck check`.
 pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
     let policies = read_policies(args)?;
-    let mut loaded = match &args.manifest_path {
-        // Texts are kept only for the formats that point at lines.
-        Some(path) => {
-            manifests::load(path, args.output.needs_positions()).map_err(CheckError::Usage)?
-        }
-        None => Loaded::default(),
+    let inputs = args.inputs();
+    let mut loaded = if inputs.is_empty() {
+        Loaded::default()
+    } else {
+        // Texts are kept (they are read whole anyway): the CI formats point at lines, and a
+        // malformed manifest's finding does in every format.
+        manifests::load(&inputs, args.recursive, true).map_err(CheckError::Usage)?
     };
-    prefill_namespaces(&mut loaded.manifests, &args.namespace)
-        .context("cannot pre-fill the manifest namespace")
-        .map_err(CheckError::Failed)?;
-    let report = render::judge(&loaded.manifests, &policies, args.strict_enforcement)
-        .map_err(CheckError::Failed)?;
+    if let Some(line) = loaded.skipped_line() {
+        eprintln!("{line}");
+    }
+    let mut malformed = malformed::prefill(&mut loaded.manifests, &args.namespace);
+    let mut report = render::judge(
+        &mut loaded.manifests,
+        &policies,
+        args.strict_enforcement,
+        &mut malformed,
+    )
+    .map_err(CheckError::Failed)?;
+    render::add_malformed(&mut report, &malformed, |m| {
+        let location = ci::location_of(&loaded, m.index, m.pointer.as_deref());
+        format!("{} ({location})", m.message())
+    });
     let output = match args.output {
-        OutputFormat::Table => render::table(&report, &policies),
+        OutputFormat::Table => {
+            render::table(&report, &policies, &table_inputs(&loaded, &malformed))
+        }
         OutputFormat::Json => render::json(&report).map_err(CheckError::Failed)?,
         OutputFormat::Yaml => render::yaml(&report).map_err(CheckError::Failed)?,
         OutputFormat::Sarif | OutputFormat::Junit | OutputFormat::Github => {
-            let ci = CiReport::build(&report, &loaded, &policies, args.strict_enforcement);
+            let ci = CiReport::build(
+                &report,
+                &loaded,
+                &malformed,
+                &policies,
+                args.strict_enforcement,
+            );
             match args.output {
                 OutputFormat::Sarif => ci::sarif::render(&ci),
                 OutputFormat::Junit => ci::junit::render(&ci),
@@ -84,6 +132,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
         }
     };
     let any_reject = any_reject(&report);
+    let readable = policies.iter().filter(|p| p.is_ok()).count();
     // The process ends once the output is written: freeing every key and value of a large
     // manifest stream one by one would only delay the exit.
     std::mem::forget(loaded);
@@ -91,8 +140,41 @@ pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
     Ok(Report {
         output,
         any_reject,
+        readable,
+        unreadable: policies.len() - readable,
         fail_on_reject: args.fail_on_reject,
+        fail_on_unknown: args.fail_on_unknown,
     })
+}
+
+/// What the table says was judged: manifests, files and, with several files, each label's file.
+fn table_inputs(loaded: &Loaded, malformed: &[malformed::Malformed]) -> render::Inputs {
+    let mut inputs = render::Inputs {
+        manifests: loaded.manifests.iter().filter(|m| m.is_object()).count() + malformed.len(),
+        file_count: loaded.sources.len(),
+        files: std::collections::HashMap::new(),
+    };
+    if loaded.sources.len() > 1 {
+        let mut manifests = loaded.manifests.iter().enumerate();
+        for source in &loaded.sources {
+            for (index, manifest) in manifests.by_ref().take(source.count) {
+                let label = match malformed.iter().find(|m| m.index == index) {
+                    Some(taken_out) => Some(taken_out.label.clone()),
+                    None => manifest
+                        .is_object()
+                        .then(|| admission_core::manifest_label(manifest).ok())
+                        .flatten(),
+                };
+                if let Some(label) = label {
+                    inputs
+                        .files
+                        .entry(label)
+                        .or_insert_with(|| source.name.clone());
+                }
+            }
+        }
+    }
+    inputs
 }
 
 /// Every region's read: saved bodies first (flag order), then live regions (selection order).
@@ -157,16 +239,32 @@ pub(crate) fn parse_policy_flags(flags: &[String]) -> Result<Vec<(String, String
     Ok(sources)
 }
 
-/// Reads every policy file as a saved response body: a file that cannot be read or parsed is a
-/// usage error; a parsed body is treated exactly like a live read of it.
+/// Reads every policy file as a saved response body: a file that cannot be read or parsed, or
+/// whose body is neither a policy answer (a `policy` object) nor the endpoint's error answer (an
+/// `error` key), is a usage error (a file the user named is not a flaky network); any other body
+/// is treated exactly like a live read of it.
 fn read_policy_files(sources: &[(String, String)]) -> Result<Vec<RegionPolicy>, CheckError> {
     sources
         .iter()
         .map(|(region, file)| {
-            let body = read_policy_body(Path::new(file))?;
+            let body = read_saved_body(file)?;
             Ok(RegionPolicy::from_response_body(region.clone(), &body))
         })
         .collect()
+}
+
+/// A saved response body: read and parsed, and refused unless it is a policy answer or the
+/// endpoint's own error answer (saved, that is an unreadable region like a live one).
+pub(crate) fn read_saved_body(file: &str) -> Result<Value, CheckError> {
+    let body = read_policy_body(Path::new(file))?;
+    let policy_object = body.get("policy").is_some_and(Value::is_object);
+    if !policy_object && body.get("error").is_none() {
+        return Err(CheckError::Usage(format!(
+            "policy file {file} is not a saved GET /api/v1/policy response body: it has no \
+             `policy` object (save one with `jobcheck policy -r REGION -o json`)"
+        )));
+    }
+    Ok(body)
 }
 
 /// A saved body is read like a live one: a regular file of at most the live body's cap.

@@ -13,6 +13,9 @@ use crate::check::CheckError;
 /// The regions file read when neither `--regions-file` nor `JOBCHECK_REGIONS_FILE` names one.
 pub(crate) const DEFAULT_REGIONS_FILE: &str = "jobcheck.yaml";
 
+/// The environment variable that names the regions file.
+pub(crate) const REGIONS_FILE_ENV: &str = "JOBCHECK_REGIONS_FILE";
+
 /// Where the regions file comes from, and whether the user named it.
 #[derive(Debug, Clone)]
 pub(crate) struct RegionsFileChoice {
@@ -21,9 +24,15 @@ pub(crate) struct RegionsFileChoice {
 }
 
 impl RegionsFileChoice {
-    /// `--regions-file` (clap also fills it from `JOBCHECK_REGIONS_FILE`), else `./jobcheck.yaml`.
+    /// `--regions-file`, else `JOBCHECK_REGIONS_FILE`, else `./jobcheck.yaml`.
     pub(crate) fn new(flag: Option<PathBuf>) -> RegionsFileChoice {
-        match flag {
+        // An empty JOBCHECK_REGIONS_FILE (a CI variable left blank) counts as unset; read here
+        // rather than by clap, which refuses an empty value.
+        let from_env = || std::env::var_os(REGIONS_FILE_ENV).map(PathBuf::from);
+        match flag
+            .or_else(from_env)
+            .filter(|path| !path.as_os_str().is_empty())
+        {
             Some(path) => RegionsFileChoice {
                 path,
                 explicit: true,

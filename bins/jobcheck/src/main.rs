@@ -12,6 +12,7 @@
 mod check;
 mod ci;
 mod live;
+mod malformed;
 mod manifests;
 mod policy_cmd;
 mod render;
@@ -61,19 +62,21 @@ enum OutputFormat {
     Github,
 }
 
-impl OutputFormat {
-    /// Whether the format points at manifest lines (so the manifests' texts are kept).
-    fn needs_positions(self) -> bool {
-        matches!(self, Self::Sarif | Self::Junit | Self::Github)
-    }
-}
-
 /// Arguments of `jobcheck check`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = CHECK_AFTER_HELP)]
 struct CheckArgs {
-    /// Manifest file (every YAML document), directory (*.yaml then *.yml) or `-` for stdin.
-    /// Omit it to only compare the policies.
-    manifest_path: Option<PathBuf>,
+    /// Manifest files (every YAML or JSON document), directories (*.yaml, *.yml, *.json, any
+    /// case) or `-` for stdin; several may be given. Omit them to only compare the policies.
+    #[arg(value_name = "PATH")]
+    paths: Vec<PathBuf>,
+    /// One more manifest file, directory or `-` (stdin), as kubectl's `-f`; repeatable, read
+    /// after the PATH arguments.
+    #[arg(short = 'f', long = "filename", value_name = "PATH")]
+    filenames: Vec<PathBuf>,
+    /// Read directories recursively (as kubectl's `-R`).
+    #[arg(short = 'R', long)]
+    recursive: bool,
     /// A saved `GET /api/v1/policy` response body (JSON or YAML) for REGION; repeatable, regions
     /// keep the order given.
     #[arg(long = "policy-file", value_name = "REGION=FILE")]
@@ -84,15 +87,20 @@ struct CheckArgs {
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = OutputFormat::Table)]
     output: OutputFormat,
-    /// Exit 1 when any region would reject (after printing); `unknown` never fails.
+    /// Exit 1 when any region would reject, or when no region's policy could be read (nothing
+    /// was judged); the output is printed first.
     #[arg(long)]
     fail_on_reject: bool,
+    /// Exit 1 when any region's policy could not be read (`unknown`).
+    #[arg(long)]
+    fail_on_unknown: bool,
     /// A live region from the regions file; repeatable, repeats dropped keeping the first.
     /// Without it (and without --policy-file), every region in the file is read.
     #[arg(short = 'r', long = "region", value_name = "REGION")]
     regions: Vec<String>,
-    /// The regions file [default: ./jobcheck.yaml].
-    #[arg(long, value_name = "FILE", env = "JOBCHECK_REGIONS_FILE")]
+    /// The regions file [default: $JOBCHECK_REGIONS_FILE, else ./jobcheck.yaml]; an empty
+    /// JOBCHECK_REGIONS_FILE counts as unset.
+    #[arg(long, value_name = "FILE")]
     regions_file: Option<PathBuf>,
     /// Count the advisory LimitRange / ResourceQuota warnings as issues (they can then turn an
     /// `admit` into a `reject`).
@@ -100,14 +108,57 @@ struct CheckArgs {
     strict_enforcement: bool,
 }
 
+impl CheckArgs {
+    /// Every manifest input: the PATH arguments, then the `-f` ones.
+    fn inputs(&self) -> Vec<PathBuf> {
+        self.paths.iter().chain(&self.filenames).cloned().collect()
+    }
+}
+
+/// The environment and exit codes, after `jobcheck check --help`.
+const CHECK_AFTER_HELP: &str = "\
+Environment:
+  JOBCHECK_REGIONS_FILE   the regions file when --regions-file is not given (empty = unset)
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+                          SigV4 credentials for regions with `auth: {type: sigv4}`
+
+Exit codes:
+  0  advisory: printed, nothing failed the run
+  1  --fail-on-reject and a region rejects (a malformed manifest counts) or no region was
+     readable; --fail-on-unknown and a region could not be read; the evaluation failed
+  2  usage: bad flag, unreadable or invalid file, a path with no manifest";
+
+/// The environment and exit codes, after `jobcheck policy --help`.
+const POLICY_AFTER_HELP: &str = "\
+Environment:
+  JOBCHECK_REGIONS_FILE   the regions file when --regions-file is not given (empty = unset)
+  AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_SESSION_TOKEN
+                          SigV4 credentials for regions with `auth: {type: sigv4}`
+
+Exit codes:
+  0  printed
+  1  the region's policy could not be read
+  2  usage: bad flag, unreadable or invalid file";
+
 /// Arguments of `jobcheck policy`.
 #[derive(Debug, clap::Args)]
+#[command(after_help = POLICY_AFTER_HELP)]
 struct PolicyArgs {
     /// The region to read (it must be in the regions file).
-    #[arg(short = 'r', long = "region", value_name = "REGION")]
-    region: String,
-    /// The regions file [default: ./jobcheck.yaml].
-    #[arg(long, value_name = "FILE", env = "JOBCHECK_REGIONS_FILE")]
+    #[arg(
+        short = 'r',
+        long = "region",
+        value_name = "REGION",
+        required_unless_present = "policy_file",
+        conflicts_with = "policy_file"
+    )]
+    region: Option<String>,
+    /// Show a saved `GET /api/v1/policy` response body (JSON or YAML) for REGION instead of
+    /// reading the region.
+    #[arg(long = "policy-file", value_name = "REGION=FILE")]
+    policy_file: Option<String>,
+    /// The regions file [default: $JOBCHECK_REGIONS_FILE, else ./jobcheck.yaml].
+    #[arg(long, value_name = "FILE")]
     regions_file: Option<PathBuf>,
     /// Output format: the reference's table, or the response unchanged as JSON / YAML.
     #[arg(short = 'o', long, value_enum, default_value_t = PolicyFormat::Table)]
@@ -141,10 +192,12 @@ fn finish(outcome: Result<check::Report, check::CheckError>) -> ExitCode {
             if stdout.write_all(report.output.as_bytes()).is_err() || stdout.flush().is_err() {
                 return ExitCode::from(1);
             }
-            if report.any_reject && report.fail_on_reject {
-                ExitCode::from(1)
-            } else {
-                ExitCode::SUCCESS
+            match report.failure() {
+                Some(why) => {
+                    eprintln!("jobcheck: {why}");
+                    ExitCode::from(1)
+                }
+                None => ExitCode::SUCCESS,
             }
         }
         Err(error) => {

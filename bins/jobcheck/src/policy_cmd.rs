@@ -1,5 +1,5 @@
-//! `jobcheck policy -r REGION`: one region's full `GET /api/v1/policy` response, as the reference's table
-//! or unchanged as JSON / YAML. Exit 1 with `Failed to get job validation policy: <reason>` when it
+//! `jobcheck policy -r REGION`: one region's full `GET /api/v1/policy` response (or, with
+//! `--policy-file REGION=FILE`, a saved one), as the reference's table or unchanged as JSON / YAML. Exit 1 with `Failed to get job validation policy: <reason>` when it
 //! cannot be read.
 
 use std::io::Write;
@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use policy_client::policy_table;
 
-use crate::check::CheckError;
+use crate::check::{self, CheckError};
 use crate::live::{self, RegionsFileChoice};
 use crate::{PolicyArgs, PolicyFormat};
 
@@ -34,17 +34,28 @@ pub(crate) fn run(args: &PolicyArgs) -> ExitCode {
 
 /// The rendered response, or the read's reason; `Err` for usage problems.
 fn render(args: &PolicyArgs) -> Result<Result<String, String>, CheckError> {
-    let config = RegionsFileChoice::new(args.regions_file.clone()).load()?;
-    let regions = live::select(&config, std::slice::from_ref(&args.region))?;
-    let client = live::client(&config)?;
-    let region = &regions[0];
-    let body = match client.fetch_policy_document_blocking(region) {
-        Ok(Ok(body)) => body,
-        Ok(Err(reason)) => return Ok(Err(reason.to_string())),
-        Err(error) => return Ok(Err(live::chain(error))),
+    let (region, body) = match &args.policy_file {
+        // A saved body is read and checked as `check --policy-file` reads it.
+        Some(flag) => {
+            let mut sources = check::parse_policy_flags(std::slice::from_ref(flag))?;
+            let (region, file) = sources.remove(0);
+            (region, check::read_saved_body(&file)?)
+        }
+        None => {
+            let config = RegionsFileChoice::new(args.regions_file.clone()).load()?;
+            let requested = args.region.clone().unwrap_or_default();
+            let regions = live::select(&config, std::slice::from_ref(&requested))?;
+            let client = live::client(&config)?;
+            let region = &regions[0];
+            match client.fetch_policy_document_blocking(region) {
+                Ok(Ok(body)) => (region.name.clone(), body),
+                Ok(Err(reason)) => return Ok(Err(reason.to_string())),
+                Err(error) => return Ok(Err(live::chain(error))),
+            }
+        }
     };
     let output = match args.output {
-        PolicyFormat::Table => policy_table(&region.name, &body),
+        PolicyFormat::Table => policy_table(&region, &body),
         PolicyFormat::Json => {
             let mut text = serde_json::to_string_pretty(&body)
                 .map_err(|e| CheckError::Failed(anyhow::anyhow!("cannot render JSON: {e}")))?;

@@ -5,12 +5,15 @@
 use std::fmt::Write as _;
 
 use admission_core::{
-    EvaluationError, PolicyDrift, RegionJudgement, RegionMap, RegionPolicy, RegionVerdict, Verdict,
-    all_policy_drift, attach_enforcement_warnings, ecr_augmentation, py_str, region_verdicts,
+    AdmissionIssue, Check, EvaluationError, PolicyDrift, RegionJudgement, RegionMap, RegionPolicy,
+    RegionVerdict, Verdict, all_policy_drift, attach_enforcement_warnings, ecr_augmentation,
+    py_str, region_verdicts,
 };
 use anyhow::Context;
 use serde::Serialize;
 use serde_json::Value;
+
+use crate::malformed::Malformed;
 
 /// The JSON/YAML payload of `jobcheck check`.
 #[derive(Debug, Serialize)]
@@ -30,16 +33,35 @@ pub(crate) struct CheckReport {
 /// Judges `manifests` (already pre-filled) against `policies` and compares the policies. Each
 /// readable region's verdict carries the advisory LimitRange / ResourceQuota warnings; with
 /// `strict_enforcement` they count as issues.
+///
+/// A manifest the checks raise on is taken out of `manifests` into `malformed` (see
+/// [`crate::malformed`]) and the others are judged; [`add_malformed`] then counts it as a
+/// rejection in every region.
 pub(crate) fn judge(
-    manifests: &[Value],
+    manifests: &mut [Value],
     policies: &[RegionPolicy],
     strict_enforcement: bool,
+    malformed: &mut Vec<Malformed>,
 ) -> anyhow::Result<CheckReport> {
     let verdicts = if manifests.is_empty() {
         Vec::new()
     } else {
-        let mut verdicts =
-            verdicts_on_all_cores(manifests, policies).context("cannot evaluate the manifests")?;
+        let mut verdicts = match verdicts_on_all_cores(manifests, policies) {
+            Err(EvaluationError::Manifest(error)) => {
+                // Only on this path is each manifest evaluated on its own to find the ones that
+                // raise; if none does alone, the batch's error stands.
+                let found = crate::malformed::find(manifests, policies);
+                if found.is_empty() {
+                    return Err(EvaluationError::Manifest(error))
+                        .context("cannot evaluate the manifests");
+                }
+                malformed.extend(found);
+                malformed.sort_by_key(|m| m.index);
+                verdicts_on_all_cores(manifests, policies)
+            }
+            other => other,
+        }
+        .context("cannot evaluate the manifests")?;
         attach_enforcement_warnings(&mut verdicts, manifests, policies, strict_enforcement);
         verdicts
     };
@@ -60,6 +82,28 @@ pub(crate) fn judge(
         policy_drift,
         ecr_augmentation,
     })
+}
+
+/// Counts every malformed manifest as a rejection in every region: a `manifest` issue with
+/// `message(m)` (the field, the exception and where it is), after the region's other issues.
+pub(crate) fn add_malformed(
+    report: &mut CheckReport,
+    malformed: &[Malformed],
+    message: impl Fn(&Malformed) -> String,
+) {
+    if malformed.is_empty() {
+        return;
+    }
+    for verdict in &mut report.verdicts {
+        verdict.verdict = Verdict::Reject;
+        for manifest in malformed {
+            verdict.issues.push(AdmissionIssue {
+                check: Check::Manifest,
+                message: message(manifest),
+                manifest: Some(manifest.label.clone()),
+            });
+        }
+    }
 }
 
 /// Fewer manifests than this per core are judged on the calling thread.
@@ -132,7 +176,10 @@ pub(crate) fn yaml(report: &CheckReport) -> anyhow::Result<String> {
 const RULE: &str = "  ------------------------------------------------------------";
 
 /// The reference's table layout.
-pub(crate) fn table(report: &CheckReport, policies: &[RegionPolicy]) -> String {
+///
+/// `inputs` says what was judged: with several files each finding names its manifest's file,
+/// and the table ends with a one-line summary.
+pub(crate) fn table(report: &CheckReport, policies: &[RegionPolicy], inputs: &Inputs) -> String {
     let mut out = String::new();
     if !report.verdicts.is_empty() {
         let _ = writeln!(
@@ -142,7 +189,7 @@ pub(crate) fn table(report: &CheckReport, policies: &[RegionPolicy]) -> String {
         );
         out.push_str(RULE);
         out.push('\n');
-        render_verdicts(&mut out, &report.verdicts, "  ");
+        render_verdicts(&mut out, &report.verdicts, "  ", &inputs.files);
     }
     let readable: Vec<&str> = policies
         .iter()
@@ -191,7 +238,54 @@ pub(crate) fn table(report: &CheckReport, policies: &[RegionPolicy]) -> String {
         }
     }
     out.push('\n');
+    let _ = writeln!(out, "  {}", summary(report, inputs));
     out
+}
+
+/// What a table was made from: how many manifests in how many files, and each manifest's file
+/// by its label (only with several files).
+#[derive(Debug, Default)]
+pub(crate) struct Inputs {
+    /// Mapping manifests judged (malformed ones included).
+    pub(crate) manifests: usize,
+    /// Files read (stdin counts as one).
+    pub(crate) file_count: usize,
+    /// `Kind/name` → file, the first file holding it; empty with one file.
+    pub(crate) files: std::collections::HashMap<String, String>,
+}
+
+/// `3 manifests in 2 files; 2 regions admit, 1 rejects, 1 unknown`.
+fn summary(report: &CheckReport, inputs: &Inputs) -> String {
+    let plural = |n: usize, word: &str| format!("{n} {word}{}", if n == 1 { "" } else { "s" });
+    let count = |verdict: Verdict| {
+        report
+            .verdicts
+            .iter()
+            .filter(|v| v.verdict == verdict)
+            .count()
+    };
+    let judged = if report.verdicts.is_empty() {
+        let readable = report.regions.len() - report.unreadable.len();
+        format!(
+            "{} read, {} unknown",
+            plural(readable, "region"),
+            report.unreadable.len()
+        )
+    } else {
+        let (admit, reject) = (count(Verdict::Admit), count(Verdict::Reject));
+        format!(
+            "{} {}, {reject} {}, {} unknown",
+            plural(admit, "region"),
+            if admit == 1 { "admits" } else { "admit" },
+            if reject == 1 { "rejects" } else { "reject" },
+            count(Verdict::Unknown)
+        )
+    };
+    format!(
+        "{} in {}; {judged}",
+        plural(inputs.manifests, "manifest"),
+        plural(inputs.file_count, "file")
+    )
 }
 
 /// How many regions were read: `3` when all were (the reference's text), `1 of 3` when some
@@ -210,15 +304,27 @@ fn finding_line(
     indent: &str,
     prefix: &str,
     manifest: Option<&str>,
+    files: &std::collections::HashMap<String, String>,
     check: impl std::fmt::Display,
     message: &str,
 ) {
-    let place = manifest.map(|m| format!("{m} ")).unwrap_or_default();
+    let place = manifest
+        .map(|m| match files.get(m) {
+            Some(file) => format!("{m} ({file}) "),
+            None => format!("{m} "),
+        })
+        .unwrap_or_default();
     let _ = writeln!(out, "{indent}    {prefix}{place}[{check}] {message}");
 }
 
 /// One line per region plus its reasons (`[admit ]`, `[REJECT]`, `[  ?   ]`).
-pub(crate) fn render_verdicts(out: &mut String, verdicts: &[RegionVerdict], indent: &str) {
+/// Each manifest label is followed by its file when `files` knows it.
+fn render_verdicts(
+    out: &mut String,
+    verdicts: &[RegionVerdict],
+    indent: &str,
+    files: &std::collections::HashMap<String, String>,
+) {
     for verdict in verdicts {
         let mark = match verdict.verdict {
             Verdict::Admit => "admit ",
@@ -231,9 +337,21 @@ pub(crate) fn render_verdicts(out: &mut String, verdicts: &[RegionVerdict], inde
             let _ = writeln!(out, "{indent}    policy unreadable: {reason}");
             continue;
         }
+        // An unreadable region rejects only a malformed manifest; its reason stays visible.
+        if let Some(reason) = &verdict.reason {
+            let _ = writeln!(out, "{indent}    policy unreadable: {reason}");
+        }
         for issue in &verdict.issues {
             let manifest = issue.manifest.as_deref();
-            finding_line(out, indent, "", manifest, issue.check, &issue.message);
+            finding_line(
+                out,
+                indent,
+                "",
+                manifest,
+                files,
+                issue.check,
+                &issue.message,
+            );
         }
         for warning in &verdict.warnings {
             let manifest = warning.manifest.as_deref();
@@ -242,6 +360,7 @@ pub(crate) fn render_verdicts(out: &mut String, verdicts: &[RegionVerdict], inde
                 indent,
                 "warning: ",
                 manifest,
+                files,
                 warning.check,
                 &warning.message,
             );
@@ -259,7 +378,6 @@ pub(crate) fn render_verdicts(out: &mut String, verdicts: &[RegionVerdict], inde
 #[cfg(test)]
 mod tests {
     use super::*;
-    use admission_core::{AdmissionIssue, Check};
 
     /// Batches judged on separate threads and joined give the verdicts of one pass, and the
     /// error of the first failing manifest when several batches fail.
@@ -334,7 +452,7 @@ mod tests {
             },
         ];
         let mut out = String::new();
-        render_verdicts(&mut out, &verdicts, "> ");
+        render_verdicts(&mut out, &verdicts, "> ", &std::collections::HashMap::new());
         assert_eq!(
             out,
             "> [admit ] a\n> [REJECT] b\n>     Job/trainer [images] registry is not trusted\n>     [resource_caps] GPU cap exceeded\n>     note: live quota/LimitRange unreadable for ml, gco-jobs — only the front-door caps were checked\n> [  ?   ] c\n>     policy unreadable: regional bridge unavailable\n"

@@ -105,7 +105,7 @@ fn fail_on_reject_exits_one_only_when_a_region_rejects() {
 }
 
 #[test]
-fn unknown_regions_never_fail_and_keep_the_reference_reason() {
+fn unknown_regions_keep_the_reference_reason() {
     let dir = tempfile::tempdir().expect("temp dir");
     let empty = write(
         dir.path(),
@@ -126,7 +126,6 @@ fn unknown_regions_never_fail_and_keep_the_reference_reason() {
         &format!("eu-west-2={broken}"),
         "-o",
         "json",
-        "--fail-on-reject",
     ]);
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let payload: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON");
@@ -294,26 +293,44 @@ fn usage_errors_exit_two_with_one_line_naming_the_file() {
 }
 
 #[test]
-fn an_evaluation_the_reference_cannot_finish_exits_one() {
+fn a_manifest_the_reference_raises_on_is_a_located_rejection() {
     let dir = tempfile::tempdir().expect("temp dir");
     let manifest = write(
         dir.path(),
         "null-containers.yaml",
         "kind: Job\nmetadata:\n  name: x\nspec:\n  template:\n    spec:\n      containers: null\n",
     );
-    let output = jobcheck(&["check", &manifest, "--policy-file", EAST1]);
-    assert_eq!(output.status.code(), Some(1));
-    let message = stderr(&output);
-    assert!(message.contains("failed to check policy"), "{message}");
+    let output = jobcheck(&["check", &manifest, JOB, "--policy-file", EAST1]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let table = stdout(&output);
     assert!(
-        message.contains("'NoneType' object is not iterable"),
-        "{message}"
+        table.contains(&format!(
+            "Job/x ({manifest}) [manifest] field spec.template.spec.containers cannot be evaluated: TypeError: 'NoneType' object is not iterable ({manifest}:7)"
+        )),
+        "{table}"
     );
+    assert!(table.contains("[REJECT] us-east-1"), "{table}");
+    let rejected = jobcheck(&[
+        "check",
+        &manifest,
+        "--policy-file",
+        EAST1,
+        "--fail-on-reject",
+    ]);
+    assert_eq!(rejected.status.code(), Some(1));
     let prefill = write(
         dir.path(),
-        "null-metadata.yaml",
-        "kind: Job\nmetadata: null\n",
+        "string-metadata.yaml",
+        "kind: Job\nmetadata: oops\n",
     );
-    let output = jobcheck(&["check", &prefill, "--policy-file", EAST1]);
-    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let output = jobcheck(&["check", &prefill, "--policy-file", EAST1, "-o", "json"]);
+    assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
+    let payload: serde_json::Value = serde_json::from_str(&stdout(&output)).expect("JSON");
+    let issue = &payload["verdicts"][0]["issues"][0];
+    assert_eq!(issue["check"], "manifest");
+    let message = issue["message"].as_str().expect("message");
+    assert!(
+        message.starts_with("field metadata cannot be evaluated: AttributeError: 'str' object has no attribute 'setdefault'"),
+        "{message}"
+    );
 }

@@ -136,12 +136,34 @@ fn region_selection_deduplicates_and_mixes_with_saved_policies() {
 }
 
 #[test]
-fn fail_on_reject_counts_rejects_but_never_unknown() {
+fn fail_on_reject_counts_rejects_and_a_run_where_nothing_was_judged() {
     let fleet = Fleet::start();
     let rejecting = fleet.run(&["check", JOB, "-r", "eu-west-1", "--fail-on-reject"]);
     assert_eq!(rejecting.status.code(), Some(1));
+    // One region read and admitting, one unknown: advisory unless --fail-on-unknown.
+    let some_read = ["check", JOB, "-r", "us-east-1", "-r", "ap-south-1"];
+    let mut args = some_read.to_vec();
+    args.push("--fail-on-reject");
+    assert_eq!(fleet.run(&args).status.code(), Some(0));
+    args.push("--fail-on-unknown");
+    let failed = fleet.run(&args);
+    assert_eq!(failed.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&failed.stderr);
+    assert!(stderr.contains("--fail-on-unknown"), "{stderr}");
+    // No region read: nothing was judged, so --fail-on-reject fails the run.
     let unknown = fleet.run(&["check", JOB, "-r", "ap-south-1", "--fail-on-reject"]);
-    assert_eq!(unknown.status.code(), Some(0));
+    assert_eq!(unknown.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&unknown.stderr);
+    assert!(stderr.contains("nothing was judged"), "{stderr}");
+    let sarif = fleet.run(&["check", JOB, "-r", "ap-south-1", "-o", "sarif"]);
+    assert_eq!(sarif.status.code(), Some(0));
+    let log: serde_json::Value = serde_json::from_slice(&sarif.stdout).expect("SARIF");
+    let invocation = &log["runs"][0]["invocations"][0];
+    assert_eq!(invocation["executionSuccessful"], false);
+    assert_eq!(
+        invocation["toolExecutionNotifications"][0]["level"],
+        "error"
+    );
 }
 
 #[test]

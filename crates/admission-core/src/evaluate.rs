@@ -35,6 +35,10 @@ pub enum Check {
     LimitRange,
     /// A namespace ResourceQuota hard limit (promoted warnings only, like [`Check::LimitRange`]).
     ResourceQuota,
+    /// A manifest the reference's checks raise on (`containers: null`), so it cannot be judged
+    /// (never produced here: `jobcheck` reports such a manifest as a rejection in every region
+    /// instead of failing the whole run).
+    Manifest,
 }
 
 impl Check {
@@ -49,6 +53,7 @@ impl Check {
             Self::Tolerations => "tolerations",
             Self::LimitRange => "limit_range",
             Self::ResourceQuota => "resource_quota",
+            Self::Manifest => "manifest",
         }
     }
 }

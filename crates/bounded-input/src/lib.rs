@@ -15,6 +15,9 @@
 //! - [`check_yaml_nesting`] rejects YAML nested deeper than a cap with a cheap linear pre-scan,
 //!   *before* a YAML parser sees the text: libyaml's parse time grows quadratically with nesting
 //!   (`a: [[[[…]]]]`), long before serde's own recursion limit is reached.
+//! - [`yaml_from_str`] / [`yaml_documents`] read YAML as PyYAML and kubectl do: a leading
+//!   byte-order mark dropped ([`strip_bom`]) and merge keys applied ([`apply_merge_keys`]); every
+//!   YAML reader of the workspace goes through them.
 //!
 //! Every error names the input and, for a cap, the cap (`…: larger than the 8 MiB cap`), and never
 //! quotes the input's content.
@@ -32,10 +35,12 @@
 mod file;
 mod stream;
 mod yaml;
+mod yaml_stream;
 
 pub use file::{open_file, read_file, read_file_to_string};
 pub use stream::{Budget, CappedReader, read_capped, read_capped_to_string};
 pub use yaml::{NestingError, YAML_MAX_DEPTH, check_yaml_nesting};
+pub use yaml_stream::{apply_merge_keys, strip_bom, yaml_documents, yaml_from_str};
 
 use std::path::{Path, PathBuf};
 

@@ -33,7 +33,6 @@ use std::io::{BufReader, Read};
 use std::path::{Path, PathBuf};
 
 use bounded_input::{Budget, CappedReader, NestingError, ReadError, ReadErrorKind, YAML_MAX_DEPTH};
-use serde::Deserialize;
 use serde_json::Value;
 
 use crate::model::{ClusterState, Item, ModelError, classify, normalize};
@@ -399,8 +398,9 @@ fn add_text(
         }
     })?;
     let mut documents = Vec::new();
-    for document in serde_yaml::Deserializer::from_str(text) {
-        let value = Value::deserialize(document).map_err(|source| SnapshotError::Yaml {
+    // A leading BOM skipped and merge keys applied, as kubectl reads YAML (bounded-input).
+    for value in bounded_input::yaml_documents::<Value>(text) {
+        let value = value.map_err(|source| SnapshotError::Yaml {
             location: location.to_string(),
             source,
         })?;

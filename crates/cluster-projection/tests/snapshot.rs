@@ -253,3 +253,15 @@ fn a_snapshot_opened_for_paging_fails_as_the_whole_read_fails() {
     let paged = open_snapshot(dir.path(), &spec).unwrap_err();
     assert_eq!(paged.to_string(), whole.to_string());
 }
+
+#[test]
+fn a_leading_bom_is_skipped_and_merge_keys_are_applied() {
+    let state = read_snapshot_text(
+        "ns.yaml",
+        "\u{feff}# exported with a BOM\napiVersion: v1\nkind: Namespace\nmetadata:\n  <<: {name: a, labels: {team: x}}\n  labels: {team: y}\n",
+    )
+    .expect("a BOM and a merge key are read as kubectl reads them");
+    assert_eq!(summary(&state), ["Namespace a"]);
+    // The explicit key wins over the merged one.
+    assert_eq!(state.namespaces[0].labels["team"], "y");
+}

@@ -633,7 +633,8 @@ impl Config {
     /// refused before the parser sees it.
     pub fn from_yaml(text: &str) -> Result<Config, ConfigError> {
         bounded_input::check_yaml_nesting(text, YAML_MAX_DEPTH).map_err(ConfigError::Nesting)?;
-        let raw: RawConfig = serde_yaml::from_str(text).map_err(ConfigError::Parse)?;
+        // A leading BOM skipped and merge keys applied as PyYAML does (bounded-input).
+        let raw: RawConfig = bounded_input::yaml_from_str(text).map_err(ConfigError::Parse)?;
         Config::validate(raw)
     }
 
@@ -1261,6 +1262,16 @@ mod tests {
         assert_eq!(timeouts.post, Duration::from_secs(60));
         assert_eq!(timeouts.engine, Duration::from_secs(90));
         assert_eq!(fresh, Duration::ZERO);
+    }
+
+    #[test]
+    fn a_leading_bom_is_skipped_and_merge_keys_are_applied() {
+        let config = Config::from_yaml(&format!(
+            "\u{feff}# config\n{MINIMAL}timeouts: {{<<: {{push: 90s, post: 7s}}, post: 5s}}\n"
+        ))
+        .unwrap();
+        assert_eq!(config.timeouts.push, Duration::from_secs(90));
+        assert_eq!(config.timeouts.post, Duration::from_secs(5));
     }
 
     #[test]

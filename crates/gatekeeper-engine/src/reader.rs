@@ -168,6 +168,8 @@ pub fn read_source_file(path: &Path) -> Result<Vec<Value>, EngineError> {
 
 /// Parses a YAML or JSON stream into objects (empty documents skipped, numbers normalised).
 pub fn parse_stream(path: &Path, text: &str) -> Result<Vec<Value>, EngineError> {
+    // A leading byte-order mark is skipped, as kubectl's decoder does.
+    let text = bounded_input::strip_bom(text);
     let mut out = Vec::new();
     if text.trim_start().starts_with('{') {
         for doc in serde_json::Deserializer::from_str(text).into_iter::<Value>() {
@@ -180,14 +182,12 @@ pub fn parse_stream(path: &Path, text: &str) -> Result<Vec<Value>, EngineError> 
         return Ok(out);
     }
     check_nesting(path, text)?;
-    for doc in serde_yaml::Deserializer::from_str(text) {
-        let value =
-            <serde_yaml::Value as serde::Deserialize>::deserialize(doc).map_err(|source| {
-                EngineError::Yaml {
-                    path: path.to_path_buf(),
-                    source,
-                }
-            })?;
+    // Merge keys applied as the workspace's one YAML rule does (bounded-input).
+    for value in bounded_input::yaml_documents::<serde_yaml::Value>(text) {
+        let value = value.map_err(|source| EngineError::Yaml {
+            path: path.to_path_buf(),
+            source,
+        })?;
         push_document(path, yaml_to_json(value), &mut out)?;
     }
     Ok(out)
@@ -247,7 +247,7 @@ pub fn read_verify_file_within(
             continue;
         }
         let value: serde_yaml::Value =
-            serde_yaml::from_str(&cleaned).map_err(|source| EngineError::Yaml {
+            bounded_input::yaml_from_str(&cleaned).map_err(|source| EngineError::Yaml {
                 path: path.to_path_buf(),
                 source,
             })?;
@@ -329,6 +329,19 @@ fn float_number(f: f64) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_leading_bom_is_skipped_and_merge_keys_are_applied() {
+        let objects = parse_stream(
+            Path::new("pod.yaml"),
+            "\u{feff}# a comment\napiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec:\n  <<: {hostNetwork: true, hostPID: true}\n  hostPID: false\n",
+        )
+        .expect("read");
+        assert_eq!(objects.len(), 1);
+        assert_eq!(objects[0]["spec"]["hostNetwork"], serde_json::json!(true));
+        assert_eq!(objects[0]["spec"]["hostPID"], serde_json::json!(false));
+        assert!(objects[0].get("# a comment").is_none());
+    }
 
     #[test]
     fn numbers_become_float64_values() {

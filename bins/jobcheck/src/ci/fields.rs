@@ -26,6 +26,8 @@ pub(crate) fn offending_field(manifest: &Value, check: Check, message: &str) -> 
             let accelerator = quoted_after(message, "requests accelerator '")?;
             find(manifest, &|key, _| key == accelerator)
         }
+        // The malformed field's pointer is found when the manifest is judged (`malformed`).
+        Check::Manifest => None,
         Check::LimitRange | Check::ResourceQuota => {
             let scope = container_scope(manifest, message).unwrap_or((String::new(), manifest));
             let (prefix, scope) = scope;

@@ -7,6 +7,7 @@
 //! region is `skipped` with the reason (it has refused nothing). Findings about several
 //! manifests together are one more testcase, `(manifests together)`.
 
+use std::borrow::Cow;
 use std::io;
 
 use quick_xml::Writer;
@@ -50,10 +51,11 @@ impl Counts {
         let mut counts = Self::default();
         for findings in cases(region).map(|(_, _, findings)| findings) {
             counts.tests += 1;
-            if region.reason.is_some() {
-                counts.skipped += 1;
-            } else if findings.iter().any(|f| f.level == Level::Error) {
+            // An unreadable region still fails a malformed manifest (every region refuses it).
+            if findings.iter().any(|f| f.level == Level::Error) {
                 counts.failures += 1;
+            } else if region.reason.is_some() {
+                counts.skipped += 1;
             }
         }
         counts
@@ -89,7 +91,7 @@ fn write_report(writer: &mut Writer<Vec<u8>>, report: &CiReport) -> io::Result<(
         for (region, counts) in report.regions.iter().zip(&per_region) {
             let element = writer
                 .create_element("testsuite")
-                .with_attribute(("name", region.region.as_str()));
+                .with_attribute(("name", xml_safe(&region.region).as_ref()));
             counts.on(element).write_inner_content(|writer| {
                 for (name, location, findings) in cases(region) {
                     write_case(writer, region, name, location, findings)?;
@@ -113,10 +115,10 @@ fn write_case(
     let line = location.and_then(|l| l.line).map(|l| l.to_string());
     let mut element = writer
         .create_element("testcase")
-        .with_attribute(("name", name))
-        .with_attribute(("classname", classname.as_str()));
+        .with_attribute(("name", xml_safe(name).as_ref()))
+        .with_attribute(("classname", xml_safe(&classname).as_ref()));
     if let Some(location) = location {
-        element = element.with_attribute(("file", location.file.as_str()));
+        element = element.with_attribute(("file", xml_safe(&location.file).as_ref()));
     }
     if let Some(line) = &line {
         element = element.with_attribute(("line", line.as_str()));
@@ -134,10 +136,13 @@ fn write_case(
         return Ok(());
     }
     element.write_inner_content(|writer| {
-        if let Some(reason) = &region.reason {
+        if let Some(reason) = region.reason.as_ref().filter(|_| errors.is_empty()) {
             writer
                 .create_element("skipped")
-                .with_attribute(("message", format!("policy unreadable: {reason}").as_str()))
+                .with_attribute((
+                    "message",
+                    xml_safe(&format!("policy unreadable: {reason}")).as_ref(),
+                ))
                 .write_empty()?;
         }
         if !errors.is_empty() {
@@ -147,7 +152,7 @@ fn write_case(
             };
             writer
                 .create_element("failure")
-                .with_attribute(("message", summary.as_str()))
+                .with_attribute(("message", xml_safe(&summary).as_ref()))
                 .with_attribute(("type", "reject"))
                 .write_text_content(text(&lines(&errors)))?;
         }
@@ -161,9 +166,31 @@ fn write_case(
     Ok(())
 }
 
-/// Element text with only `<`, `>` and `&` escaped (quotes are plain text there).
-fn text(content: &str) -> BytesText<'_> {
-    BytesText::from_escaped(quick_xml::escape::partial_escape(content))
+/// Element text with only `<`, `>` and `&` escaped (quotes are plain text there), after
+/// [`xml_safe`].
+fn text(content: &str) -> BytesText<'static> {
+    let safe = xml_safe(content);
+    BytesText::from_escaped(quick_xml::escape::partial_escape(safe.as_ref()).into_owned())
+}
+
+/// `content` with every character XML 1.0 forbids (C0 controls other than tab, newline and
+/// carriage return; U+FFFE and U+FFFF) written as a visible `\u{..}` escape: no character
+/// reference can stand for them, so an escape is the only way to keep them readable and the
+/// document well-formed. Manifest values and file names reach the report, so anything can.
+fn xml_safe(content: &str) -> Cow<'_, str> {
+    let forbidden = |c: char| matches!(c, '\u{0}'..='\u{8}' | '\u{b}' | '\u{c}' | '\u{e}'..='\u{1f}' | '\u{fffe}' | '\u{ffff}');
+    if !content.contains(forbidden) {
+        return Cow::Borrowed(content);
+    }
+    let mut safe = String::with_capacity(content.len() + 8);
+    for c in content.chars() {
+        if forbidden(c) {
+            safe.push_str(&format!("\\u{{{:04x}}}", u32::from(c)));
+        } else {
+            safe.push(c);
+        }
+    }
+    Cow::Owned(safe)
 }
 
 /// One line per finding: `[check] message (file:line)`.

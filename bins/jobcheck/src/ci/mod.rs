@@ -19,6 +19,7 @@ use admission_core::{
 };
 use serde_json::Value;
 
+use crate::malformed::Malformed;
 use crate::manifests::Loaded;
 use crate::render::CheckReport;
 use crate::yaml::positions::{self, DocumentPositions};
@@ -30,6 +31,40 @@ pub(crate) struct Location {
     pub(crate) file: String,
     /// The 1-based line, when it could be found.
     pub(crate) line: Option<usize>,
+}
+
+impl std::fmt::Display for Location {
+    /// `file:line`, or the file alone when the line is not known.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.line {
+            Some(line) => write!(f, "{}:{line}", self.file),
+            None => f.write_str(&self.file),
+        }
+    }
+}
+
+/// Where the manifest at `index` of `loaded` (and the field at `pointer` in it) is.
+pub(crate) fn location_of(loaded: &Loaded, index: usize, pointer: Option<&str>) -> Location {
+    let mut first = 0;
+    for source in &loaded.sources {
+        if index < first + source.count {
+            let line = source
+                .text
+                .as_deref()
+                .and_then(|text| positions::locate(text, source.count))
+                .and_then(|documents| documents.into_iter().nth(index - first))
+                .map(|document| pointer.map_or(document.line, |p| document.line_of(p)));
+            return Location {
+                file: source.name.clone(),
+                line,
+            };
+        }
+        first += source.count;
+    }
+    Location {
+        file: "-".to_owned(),
+        line: None,
+    }
 }
 
 /// How serious a finding is.
@@ -95,6 +130,8 @@ struct Located<'a> {
     label: String,
     file: &'a str,
     document: Option<DocumentPositions>,
+    /// Set when the checks raise on this manifest: its one finding, in every region.
+    malformed: Option<&'a Malformed>,
 }
 
 impl Located<'_> {
@@ -125,10 +162,11 @@ impl CiReport {
     pub(crate) fn build(
         report: &CheckReport,
         loaded: &Loaded,
+        malformed: &[Malformed],
         policies: &[RegionPolicy],
         strict: bool,
     ) -> Self {
-        let located = locate(loaded);
+        let located = locate(loaded, malformed);
         let regions = report
             .verdicts
             .iter()
@@ -158,9 +196,9 @@ impl CiReport {
 }
 
 /// Every mapping manifest with its label, file and document positions.
-fn locate(loaded: &Loaded) -> Vec<Located<'_>> {
+fn locate<'a>(loaded: &'a Loaded, malformed: &'a [Malformed]) -> Vec<Located<'a>> {
     let mut located = Vec::new();
-    let mut manifests = loaded.manifests.iter();
+    let mut manifests = loaded.manifests.iter().enumerate();
     for source in &loaded.sources {
         // One position per manifest of the file, in the same order (or none at all).
         let mut documents = source
@@ -168,16 +206,23 @@ fn locate(loaded: &Loaded) -> Vec<Located<'_>> {
             .as_deref()
             .and_then(|text| positions::locate(text, source.count))
             .map(Vec::into_iter);
-        for manifest in manifests.by_ref().take(source.count) {
+        for (index, manifest) in manifests.by_ref().take(source.count) {
             let document = documents.as_mut().and_then(Iterator::next);
+            // A malformed manifest's place holds `null`; the manifest itself is kept aside.
+            let taken_out = malformed.iter().find(|m| m.index == index);
+            let manifest = taken_out.map_or(manifest, |m| &m.manifest);
             if !manifest.is_object() {
                 continue;
             }
             located.push(Located {
                 manifest,
-                label: manifest_label(manifest).unwrap_or_else(|_| "?/<unnamed>".to_owned()),
+                label: taken_out.map_or_else(
+                    || manifest_label(manifest).unwrap_or_else(|_| "?/<unnamed>".to_owned()),
+                    |m| m.label.clone(),
+                ),
                 file: &source.name,
                 document,
+                malformed: taken_out,
             });
         }
     }
@@ -205,20 +250,30 @@ fn region_cases(
     for manifest in located {
         // An unreadable region found nothing: its manifests are listed without findings.
         let count = policy
+            .filter(|_| manifest.malformed.is_none())
             .and_then(|policy| evaluate_manifest(manifest.manifest, policy).ok())
             .map_or(0, |found| found.len());
-        let findings = issues
+        let mut findings: Vec<Finding> = issues
             .by_ref()
             .take(count)
             .map(|issue| manifest.finding(Level::Error, issue.check, &issue.message))
             .collect();
+        if let Some(malformed) = manifest.malformed {
+            findings.push(Finding {
+                check: Check::Manifest.as_str().to_owned(),
+                level: Level::Error,
+                message: malformed.message(),
+                location: manifest.location(malformed.pointer.as_deref()),
+            });
+        }
         cases.manifests.push(ManifestCase {
             label: manifest.label.clone(),
             location: manifest.location(None),
             findings,
         });
     }
-    for issue in issues {
+    // The malformed manifests' issues (last in the verdict) are placed above, by position.
+    for issue in issues.filter(|issue| issue.check != Check::Manifest) {
         attribute(&mut cases, located, Level::Error, issue);
     }
     if !strict {

@@ -4,7 +4,7 @@
 //! `ruleId` = the check, `level` `error` for an issue and `warning` for an advisory warning, the
 //! region and manifest in the message and in the result's properties, and a location: the
 //! manifest file and the line of the offending field (or of the manifest). Unreadable regions
-//! are tool execution notifications; each region's verdict and the cross-region drift are in
+//! are error-level tool execution notifications and make `executionSuccessful` false; each region's verdict and the cross-region drift are in
 //! the run's properties.
 
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
@@ -13,7 +13,7 @@ use serde_json::{Value, json};
 use super::{CiReport, Finding, Level, Location};
 
 /// Every check a result can name, in the order the rules are listed.
-const RULES: [(&str, &str); 8] = [
+const RULES: [(&str, &str); 9] = [
     (
         "kind",
         "The manifest's kind is not in the region's allowlist.",
@@ -46,6 +46,10 @@ const RULES: [(&str, &str); 8] = [
         "resource_quota",
         "The manifest exceeds the namespace's ResourceQuota in the region's cluster.",
     ),
+    (
+        "manifest",
+        "A field of the manifest has a shape the admission checks cannot read, so every region refuses it.",
+    ),
 ];
 
 /// URI characters kept as they are: unreserved ones and the path separator.
@@ -62,8 +66,9 @@ pub(crate) fn render(report: &CiReport) -> String {
     let mut notifications = Vec::new();
     for region in &report.regions {
         if let Some(reason) = &region.reason {
+            // A region that could not be read was not checked: the run did not do its job.
             notifications.push(json!({
-                "level": "warning",
+                "level": "error",
                 "message": {"text": format!("region {}: policy unreadable: {reason}", region.region)},
             }));
         }
@@ -102,7 +107,7 @@ pub(crate) fn render(report: &CiReport) -> String {
                 "rules": rules,
             }},
             "invocations": [{
-                "executionSuccessful": true,
+                "executionSuccessful": notifications.is_empty(),
                 "toolExecutionNotifications": notifications,
             }],
             "results": results,

@@ -20,7 +20,10 @@ use serde_json::{Map, Number, Value};
 
 /// Deserializes one YAML document into JSON; `Err` holds the message to report (serde_yaml's
 /// error with its position, or the first conversion refusal).
-pub(crate) fn document_to_json(document: serde_yaml::Deserializer<'_>) -> Result<Value, String> {
+pub(crate) fn document_to_json<'de, D>(document: D) -> Result<Value, String>
+where
+    D: Deserializer<'de>,
+{
     let refusal = RefCell::new(None);
     let value = JsonSeed { refusal: &refusal }
         .deserialize(document)

@@ -21,6 +21,8 @@ const PARALLEL_FROM_BYTES: usize = 256 * 1024;
 /// Parses every YAML document of `text` into JSON values, rejecting excessive nesting (before
 /// any parser sees the text), anchors and aliases, and dropping `null` documents.
 pub(crate) fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
+    // A leading byte-order mark is not content (PyYAML and kubectl skip it).
+    let text = bounded_input::strip_bom(text);
     let workers = if text.len() < PARALLEL_FROM_BYTES {
         1
     } else {
@@ -68,10 +70,22 @@ fn parse_pieces(pieces: &[&str]) -> Option<Vec<Value>> {
 }
 
 /// Every non-null document of a YAML stream, in order; the first error ends the stream.
+///
+/// A stream that holds `<<` has its merge keys applied as PyYAML does (the workspace's one rule,
+/// `bounded_input::apply_merge_keys`), through `serde_yaml::Value`; any other is converted
+/// straight from the parser.
 fn parse_stream(text: &str) -> Result<Vec<Value>, String> {
+    let merge = text.contains("<<");
     let mut documents = Vec::new();
     for document in serde_yaml::Deserializer::from_str(text) {
-        let value = convert::document_to_json(document)?;
+        let value = if merge {
+            let mut value = <serde_yaml::Value as serde::Deserialize>::deserialize(document)
+                .map_err(|error| error.to_string())?;
+            bounded_input::apply_merge_keys(&mut value).map_err(|error| error.to_string())?;
+            convert::document_to_json(value)?
+        } else {
+            convert::document_to_json(document)?
+        };
         if !value.is_null() {
             documents.push(value);
         }

@@ -39,6 +39,7 @@ impl DocumentPositions {
 /// The positions of the `expected` non-null documents of `text`, or `None` when they cannot be
 /// told apart reliably.
 pub(crate) fn locate(text: &str, expected: usize) -> Option<Vec<DocumentPositions>> {
+    let text = bounded_input::strip_bom(text);
     let mut locator = Locator::default();
     Parser::new_from_str(text).load(&mut locator, true).ok()?;
     let documents: Vec<DocumentPositions> = locator
