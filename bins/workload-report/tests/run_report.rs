@@ -293,6 +293,26 @@ fn demo_snapshot_dry_run_prints_every_digest() {
     let run_line = outcome.run_line();
     assert_eq!(run_line["status"], "ok");
     assert_eq!(run_line["dryRun"], true);
+    assert_eq!(run_line["posted"], serde_json::json!([]), "a dry run posts no one");
+    assert_eq!(
+        run_line["wouldPost"],
+        serde_json::json!(["infra", "payments", "raster"])
+    );
+    assert!(
+        outcome
+            .stderr
+            .contains("dry run: nothing posted to Slack; no Loki URL: nothing pushed"),
+        "{}",
+        outcome.stderr
+    );
+    assert!(
+        outcome
+            .stdout
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("{\"runId\":")),
+        "text mode: the run line is the last stdout line"
+    );
     assert_eq!(run_line["auditCheck"]["K8sReplicaLimits"], "skipped");
     assert!(
         outcome
@@ -379,7 +399,7 @@ fn live_ok_run_posts_digests_and_pushes_loki() {
         &live.all_hooks(),
     );
     assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
-    let document = first_json(&outcome.stdout);
+    let document = json_document(&outcome.stdout);
     assert_eq!(document["run"]["status"], "ok");
     assert_eq!(
         document["run"]["posted"],
@@ -441,16 +461,13 @@ fn replay(snapshot: &Path, slack: &SlackServer) -> Value {
         &hooks(slack, &TEAMS),
     );
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
-    first_json(&outcome.stdout)
+    json_document(&outcome.stdout)
 }
 
-/// The first JSON document on stdout (`-o json` prints the document, then the run line).
-fn first_json(stdout: &str) -> Value {
-    serde_json::Deserializer::from_str(stdout)
-        .into_iter::<Value>()
-        .next()
-        .and_then(Result::ok)
-        .unwrap_or_else(|| panic!("no JSON document on stdout: {stdout}"))
+/// Stdout of `-o json`: one JSON document and nothing else (as `json.load` reads it).
+fn json_document(stdout: &str) -> Value {
+    serde_json::from_str(stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {stdout}"))
 }
 
 #[test]
@@ -643,6 +660,14 @@ fn live_dry_run_from_the_env_alone_posts_nothing() {
     assert!(live.slack.requests().is_empty());
     assert_eq!(live.loki.pushes().len(), 1);
     assert_eq!(outcome.run_line()["dryRun"], true);
+    assert!(
+        outcome.stderr.contains(&format!(
+            "dry run: nothing posted to Slack; pushing the run to Loki at {}",
+            live.loki.url()
+        )),
+        "{}",
+        outcome.stderr
+    );
 }
 
 #[test]
@@ -1204,7 +1229,7 @@ fn a_pod_only_rule_flags_workloads_through_their_pods() {
         &live.all_hooks(),
     );
     assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
-    let document = first_json(&outcome.stdout);
+    let document = json_document(&outcome.stdout);
     assert_eq!(document["run"]["status"], "ok");
     // K8sPodRunAsNonRoot matches only Pods: it sees the payments-prod Deployment and
     // StatefulSet through the demo's ExpansionTemplate (api runs as non-root)

@@ -230,6 +230,8 @@ struct Run<'a> {
     started_at: Timestamp,
     log: Vec<String>,
     posted: BTreeSet<String>,
+    /// In a dry run, the teams whose digest would have been posted.
+    would_post: BTreeSet<String>,
     outcome: Outcome,
     warnings: Vec<String>,
 }
@@ -264,10 +266,17 @@ fn panic_text(panic: &(dyn Any + Send)) -> &str {
 impl<'a> Run<'a> {
     fn start(ctx: &RunContext<'a>, started_at: Timestamp) -> Run<'a> {
         let run_id = run_id(started_at);
-        let log = vec![format!(
+        let mut log = vec![format!(
             "run {run_id}: cluster {}, engine {}, dry run {}",
             ctx.config.cluster, ctx.engine, ctx.settings.dry_run
         )];
+        if ctx.settings.dry_run {
+            // What a dry run does, in its own words: it suppresses Slack only.
+            log.push(match &ctx.settings.loki_url {
+                Some(url) => format!("dry run: nothing posted to Slack; pushing the run to Loki at {url}"),
+                None => "dry run: nothing posted to Slack; no Loki URL: nothing pushed".to_string(),
+            });
+        }
         Run {
             config: ctx.config,
             settings: ctx.settings,
@@ -277,6 +286,7 @@ impl<'a> Run<'a> {
             started_at,
             log,
             posted: BTreeSet::new(),
+            would_post: BTreeSet::new(),
             outcome: Outcome::new(),
             warnings: Vec::new(),
         }
@@ -334,7 +344,7 @@ impl<'a> Run<'a> {
             self.deliver_digest(digest, delivery);
         }
         self.outcome.record(&mut report);
-        report.run.posted = self.posted.iter().cloned().collect();
+        self.record_posts(&mut report);
         report.run.finished_at = now().max(self.started_at);
         self.push_lines(&mut report, delivery);
         self.outcome.record(&mut report);
@@ -356,7 +366,7 @@ impl<'a> Run<'a> {
             .push(format!("run skipped: {}", self.outcome.reason()));
         let mut report = self.empty_report();
         self.outcome.record(&mut report);
-        report.run.posted = self.posted.iter().cloned().collect();
+        self.record_posts(&mut report);
         report.run.finished_at = now().max(self.started_at);
         if catch_unwind(AssertUnwindSafe(|| self.push_lines(&mut report, delivery))).is_err() {
             self.log
@@ -364,6 +374,12 @@ impl<'a> Run<'a> {
         }
         self.outcome.record(&mut report);
         self.output(report, Vec::new(), None)
+    }
+
+    /// Writes the teams posted (and in a dry run, those that would have been) into `report`.
+    fn record_posts(&self, report: &mut Report) {
+        report.run.posted = self.posted.iter().cloned().collect();
+        report.run.would_post = self.would_post.iter().cloned().collect();
     }
 
     fn output(
@@ -397,6 +413,7 @@ impl<'a> Run<'a> {
                 reason: String::new(),
                 dry_run: self.settings.dry_run,
                 posted: Vec::new(),
+                would_post: Vec::new(),
                 failed: Vec::new(),
                 audit_check,
                 previous_run_id: None,
@@ -563,7 +580,7 @@ impl<'a> Run<'a> {
                 .outcome
                 .team_failed(team, format!("team {team}: {reason}")),
             Ok(_) if self.settings.dry_run => {
-                self.posted.insert(team.clone());
+                self.would_post.insert(team.clone());
                 self.log.push(format!(
                     "dry run: digest for {team} not posted ({} blocks)",
                     digest.message.blocks.len()

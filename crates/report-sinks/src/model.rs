@@ -419,8 +419,11 @@ pub struct RunSummary {
     pub reason: String,
     /// Whether Slack posts were suppressed.
     pub dry_run: bool,
-    /// Teams whose digest was posted (or, in a dry run, would have been), sorted.
+    /// Teams whose digest was posted, sorted (empty in a dry run).
     pub posted: Vec<String>,
+    /// In a dry run, the teams whose digest would have been posted, sorted (absent otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub would_post: Vec<String>,
     /// Teams whose webhook was missing or invalid or whose post failed, sorted.
     pub failed: Vec<String>,
     /// Rule → audit cross-check.

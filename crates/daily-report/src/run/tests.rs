@@ -280,9 +280,17 @@ fn dry_run_from_the_env_posts_nothing_but_still_fails_a_missing_webhook() {
     assert!(delivery.posts.is_empty(), "a dry run posts nothing");
     assert_eq!(delivery.pushes.len(), 1, "a dry run still pushes to Loki");
     assert_eq!(out.report.run.status, RunStatus::Partial);
-    assert_eq!(out.report.run.posted, ["web"]);
+    assert!(out.report.run.posted.is_empty(), "a dry run posts no one");
+    assert_eq!(out.report.run.would_post, ["web"]);
     assert_eq!(out.report.run.failed, ["raster"]);
     assert!(out.report.run.dry_run);
+    assert!(
+        out.log
+            .iter()
+            .any(|l| l.starts_with("dry run: nothing posted to Slack; pushing the run to Loki at ")),
+        "{:?}",
+        out.log
+    );
     assert_eq!(
         out.digests.len(),
         2,

@@ -28,6 +28,7 @@ pub fn run() -> RunSummary {
         reason: String::new(),
         dry_run: false,
         posted: vec![],
+        would_post: vec![],
         failed: vec![],
         audit_check: BTreeMap::from([
             (
