@@ -11,6 +11,7 @@ use daily_report::Config;
 use daily_report::live::{LiveOptions, explain};
 
 use crate::cmd_run::SourceArgs;
+use crate::format::{Format, document};
 
 /// Arguments of `workload-report explain`.
 #[derive(Debug, clap::Args)]
@@ -20,6 +21,9 @@ pub(crate) struct ExplainArgs {
     config: PathBuf,
     #[command(flatten)]
     source: SourceArgs,
+    /// Output format on stdout.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Text)]
+    output: Format,
 }
 
 /// Runs `workload-report explain`.
@@ -33,7 +37,8 @@ pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode> {
         ..LiveOptions::default()
     };
     let coverage = explain(&config, &options).map_err(|reason| anyhow!(reason))?;
-    crate::stdio::print(&coverage.to_text())?;
+    let text = document(&coverage.to_json(), args.output).unwrap_or_else(|| coverage.to_text());
+    crate::stdio::print(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -75,6 +80,11 @@ mod tests {
     #[test]
     fn explain_the_demo_cluster() {
         insta::assert_snapshot!(demo_coverage("-").to_text());
+    }
+
+    #[test]
+    fn explain_the_demo_cluster_as_json() {
+        insta::assert_snapshot!(document(&demo_coverage("-").to_json(), Format::Json).unwrap());
     }
 
     #[test]

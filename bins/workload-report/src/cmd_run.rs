@@ -31,6 +31,13 @@ pub(crate) struct SourceArgs {
     pub(crate) context: Option<String>,
 }
 
+impl SourceArgs {
+    /// Whether a source was named (`routes` reads namespaces only then).
+    pub(crate) fn is_given(&self) -> bool {
+        self.snapshot.is_some() || self.kubeconfig.is_some() || self.context.is_some()
+    }
+}
+
 /// Arguments of `workload-report run`.
 #[derive(Debug, clap::Args)]
 pub(crate) struct RunArgs {

@@ -786,6 +786,102 @@ fn routes_explains_namespaces() {
 }
 
 #[test]
+fn routes_reads_the_namespaces_of_a_snapshot_and_the_cluster() {
+    let from_snapshot = run(
+        &[
+            "routes",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--snapshot",
+            "fixtures/demo/cluster",
+            "-o",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(from_snapshot.code, 0, "{}", from_snapshot.stderr);
+    let document = json_document(&from_snapshot.stdout);
+    let namespaces: Vec<&str> = document["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["namespace"].as_str().unwrap())
+        .collect();
+    assert!(
+        namespaces.contains(&"payments-prod") && namespaces.contains(&"dem-dev"),
+        "{namespaces:?}"
+    );
+    assert_eq!(document["defaultTeam"], "infra");
+    assert!(document["unusedPatterns"].is_array());
+    // the cluster's namespaces, read as a run reads them, route the same
+    let live = Live::start();
+    let kubeconfig = live.api.write_kubeconfig(live.dir.path());
+    let from_cluster = run(
+        &[
+            "routes",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--context",
+            "fake",
+            "-o",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(from_cluster.code, 0, "{}", from_cluster.stderr);
+    assert_eq!(json_document(&from_cluster.stdout), document);
+}
+
+#[test]
+fn routes_warnings_go_to_stderr_and_the_table_has_a_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        "cluster: c\ndefaultTeam: infra\nteams:\n  - {name: web, namespaces: ['web-*']}\n  - {name: api, namespaces: [web-dev]}\nconstraintKinds: [A]\n",
+    )
+    .unwrap();
+    let outcome = run(
+        &["routes", "--config", config.to_str().unwrap(), "web-dev", "x"],
+        &[],
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("warning: routes: "), "{}", outcome.stderr);
+    assert!(!outcome.stdout.contains("warning"), "{}", outcome.stdout);
+    assert_eq!(
+        outcome.stdout,
+        "NAMESPACE\tTEAM\tPATTERN\tNOTE\nweb-dev\tweb\tweb-*\talso matched, lost: `web-dev` of api\nx\tinfra\t-\tno pattern matches: default team\n"
+    );
+    // every row has the header's four columns
+    assert!(outcome.stdout.lines().all(|l| l.split('\t').count() == 4));
+}
+
+#[test]
+fn explain_prints_one_yaml_or_json_document() {
+    let args = |format: &'static str| {
+        [
+            "explain",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--snapshot",
+            "fixtures/demo/cluster",
+            "-o",
+            format,
+        ]
+    };
+    let json = run(&args("json"), &[]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let from_json = json_document(&json.stdout);
+    let yaml = run(&args("yaml"), &[]);
+    assert_eq!(yaml.code, 0, "{}", yaml.stderr);
+    let from_yaml: Value = serde_yaml::from_str(&yaml.stdout).unwrap();
+    assert_eq!(from_json, from_yaml);
+    assert_eq!(from_json["rules"][0]["rule"], "K8sRequiredLabels");
+}
+
+#[test]
 fn malformed_audit_status_skips_the_run_and_pushes_the_run_line_only() {
     let mut objects = demo_objects();
     for object in &mut objects {
