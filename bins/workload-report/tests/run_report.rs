@@ -612,6 +612,33 @@ fn live_slack_failures_are_partial_and_never_leak_the_webhook() {
 }
 
 #[test]
+fn a_control_character_in_one_webhook_fails_that_team_only_and_is_never_echoed() {
+    let live = Live::start();
+    let mut env = live.all_hooks();
+    let raster = format!("{}\tsEcReT-tail", live.slack.webhook_url("raster"));
+    for (name, value) in &mut env {
+        if name == "RASTER_WEBHOOK" {
+            *value = raster.clone();
+        }
+    }
+    let outcome = live.run("", &[], &env);
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "partial");
+    assert_eq!(line["failed"], serde_json::json!(["raster"]));
+    assert_eq!(line["reason"], "team raster: invalid URL");
+    assert_eq!(line["posted"], serde_json::json!(["infra", "payments"]));
+    assert_eq!(
+        live.slack.posts("infra").len(),
+        2,
+        "the digest and the problems message"
+    );
+    let all = live.everything(&outcome);
+    assert!(!all.contains("sEcReT"), "the value is never echoed");
+    assert!(!all.contains(&SlackServer::webhook_path("raster")));
+}
+
+#[test]
 fn live_loki_failures_are_partial() {
     // Loki too busy (429, 503) is tried again until `timeouts.push` (3 s here) runs out; any
     // other failure ends the push at once.

@@ -5,7 +5,8 @@
 //! - **skipped**: collecting failed (API error, 410, missing Constraint kind, engine or gator
 //!   failure, foreign files in the work dir, any unexpected error or panic), or a panic anywhere
 //!   later (counting, rendering, delivery). Nothing is counted; every rule's audit check is
-//!   `"skipped"`; only the run line is pushed.
+//!   `"skipped"`; only the run line is pushed, and the problems message (with the reason) goes
+//!   to the default team whenever its webhook is usable.
 //! - **partial**: a team that gets a message has no webhook, an invalid one (`invalid URL`) or
 //!   its post failed; an audit check disagrees; or the Loki push failed (`loki push failed: …`).
 //! - **ok** otherwise.
@@ -373,7 +374,20 @@ impl<'a> Run<'a> {
                 .push("loki: the push panicked, nothing pushed".to_string());
         }
         self.outcome.record(&mut report);
-        self.output(report, Vec::new(), None)
+        // Every failure reaches the default team: the problems message, with the reason.
+        let options = self.slack_options();
+        let sent = catch_unwind(AssertUnwindSafe(|| {
+            self.send_problems(&report, &options, delivery)
+        }));
+        let problems = sent.unwrap_or_else(|_| {
+            self.log.push(format!(
+                "problems not sent to {}: the post panicked",
+                self.config.default_team
+            ));
+            None
+        });
+        self.outcome.record(&mut report);
+        self.output(report, Vec::new(), problems)
     }
 
     /// Writes the teams posted (and in a dry run, those that would have been) into `report`.
