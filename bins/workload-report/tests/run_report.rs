@@ -342,6 +342,36 @@ fn demo_snapshot_dry_run_prints_every_digest() {
     for kind in ["run", "summary", "team_total", "violation"] {
         assert!(types.contains(&kind), "no {kind} stream in {types:?}");
     }
+    // every configured category (and other) is in every summary and team_total line, 0 included
+    let lines: Vec<Value> = loki["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["values"].as_array().unwrap().clone())
+        .map(|v| serde_json::from_str(v[1].as_str().unwrap()).unwrap())
+        .collect();
+    for line in &lines {
+        let expected: &[&str] = match (line["type"].as_str(), line["rule"].as_str()) {
+            (Some("team_total"), _) | (Some("summary"), Some("K8sRequiredLabels")) => {
+                &["invalid", "missing", "other"]
+            }
+            (Some("summary"), _) => &["other"],
+            _ => continue,
+        };
+        let categories: Vec<&str> = line["categories"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no categories in {line}"))
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(categories, expected, "{line}");
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "team_total" && l["categories"]["invalid"] == 0),
+        "a category with no workload shows 0"
+    );
     let payments = std::fs::read_to_string(out_dir.join("slack/payments.json")).unwrap();
     insta::assert_snapshot!(
         "demo_payments_digest",

@@ -48,7 +48,7 @@ use crate::audit::{
     ConstraintAudit, EXPANSION_SKIP_REASON, all_skipped, cross_check, of_them_errors,
 };
 use crate::config::{Config, Settings, humanize};
-use crate::count::{Finding, count, policy_errors};
+use crate::count::{Finding, count, fill_categories, policy_errors};
 use crate::history::compare;
 
 /// What collecting gives the run: the evaluation's results and the audit facts.
@@ -334,6 +334,7 @@ impl<'a> Run<'a> {
         };
         if counted {
             self.compare_with_previous_run(&mut report, delivery);
+            fill_categories(&mut report.teams, self.config);
         }
         let options = self.slack_options();
         let digests = if counted {
@@ -438,6 +439,7 @@ impl<'a> Run<'a> {
             policy_errors,
             problems: Vec::new(),
             history: History::Unavailable,
+            categories: crate::count::category_names(self.config),
         }
     }
 

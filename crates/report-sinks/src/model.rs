@@ -34,6 +34,10 @@ pub struct Report {
     pub problems: Vec<String>,
     /// What the run was compared with: the previous run, or why the change is unknown.
     pub history: History,
+    /// Every configured message category name and `other`, sorted: each `team_total` line
+    /// carries each of them with its count, 0 included (a `summary` line, those of its rule,
+    /// from [`RuleReport::categories`]).
+    pub categories: Vec<String>,
 }
 
 /// What a report's change counts (`new`, `fixed`) are relative to.

@@ -714,11 +714,12 @@ fn rule_line(rule: &str, report: &RuleReport, room: usize) -> Option<String> {
         report.count,
         new_suffix(report.new)
     );
-    let show_categories =
-        report.categories.len() > 1 || report.categories.keys().any(|c| c != "other");
+    // the categories the rule's workloads are in (the Loki lines also carry the empty ones)
+    let present: Vec<(&String, &usize)> =
+        report.categories.iter().filter(|(_, n)| **n > 0).collect();
+    let show_categories = present.len() > 1 || present.iter().any(|(c, _)| *c != "other");
     if show_categories {
-        let parts: Vec<String> = report
-            .categories
+        let parts: Vec<String> = present
             .iter()
             .map(|(category, n)| format!("{} {n}", escape(category)))
             .collect();

@@ -379,6 +379,7 @@ fn skipped_run_report_renders_no_team_digest() {
         policy_errors: vec![],
         problems: vec!["api error".into()],
         history: History::Unavailable,
+        categories: vec!["other".into()],
     };
     assert!(SlackSink::new(options()).render(&report).is_empty());
 }

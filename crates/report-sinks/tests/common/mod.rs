@@ -145,6 +145,7 @@ pub fn report() -> Report {
         policy_errors: vec![],
         problems: vec![],
         history: History::Unavailable,
+        categories: vec!["invalid".into(), "missing".into(), "other".into()],
     }
 }
 
