@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow};
 use daily_report::Config;
-use daily_report::live::{LiveOptions, explain};
+use daily_report::live::{LiveOptions, check_source, explain};
 
 use crate::cmd_run::SourceArgs;
 use crate::format::{Format, document};
@@ -36,6 +36,7 @@ pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode> {
         context: args.source.context,
         ..LiveOptions::default()
     };
+    check_source(&options)?;
     let coverage = explain(&config, &options).map_err(|reason| anyhow!(reason))?;
     let text = document(&coverage.to_json(), args.output).unwrap_or_else(|| coverage.to_text());
     crate::stdio::print(&text)?;

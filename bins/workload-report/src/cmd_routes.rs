@@ -12,7 +12,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow};
 use daily_report::Config;
-use daily_report::live::{LiveOptions, namespaces};
+use daily_report::live::{LiveOptions, check_source, namespaces};
 use serde_json::{Value, json};
 use team_routing::{Explanation, PatternRef};
 
@@ -50,6 +50,7 @@ pub(crate) fn run(args: RoutesArgs) -> Result<ExitCode> {
             context: args.source.context,
             ..LiveOptions::default()
         };
+        check_source(&options)?;
         names.extend(namespaces(&config, &options).map_err(|reason| anyhow!(reason))?);
     }
     let text = if names.is_empty() {

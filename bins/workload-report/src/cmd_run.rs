@@ -9,8 +9,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use daily_report::live::{LiveOptions, check_outputs, run_live, write_out};
+use anyhow::{Context, Result, anyhow};
+use daily_report::live::{LiveOptions, check_outputs, check_source, run_live, write_out};
 use daily_report::{Config, EngineKind, RunOutput, Settings};
 use serde_json::Value;
 
@@ -94,6 +94,8 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let config = Config::load(&args.config)
         .with_context(|| format!("invalid config {}", args.config.display()))?;
     let settings = Settings::from_env(&config, args.dry_run, &|name| std::env::var(name).ok())?;
+    // a path may spell a secret of the run: the error is redacted like every reason
+    check_source(&options).map_err(|e| anyhow!(settings.redactor().redact(&e.to_string())))?;
     for warning in config.routes.warnings() {
         // A team with a webhookEnv override does not read the name the warning is about.
         if !warning

@@ -541,6 +541,84 @@ fn live_api_failures_skip_the_run() {
 }
 
 #[test]
+fn a_source_that_cannot_be_loaded_is_a_usage_error_before_anything_is_read() {
+    let live = Live::start();
+    let config = write_config(live.dir.path(), Some(&live.loki.url()), "");
+    let config = config.to_str().unwrap();
+    let kubeconfig = live.api.write_kubeconfig(live.dir.path());
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let missing = live.dir.path().join("no-such-snapshot");
+    let cases: [(Vec<&str>, String); 2] = [
+        (
+            vec!["--snapshot", missing.to_str().unwrap()],
+            format!("--snapshot {}: ", missing.display()),
+        ),
+        (
+            vec!["--kubeconfig", kubeconfig, "--context", "nope"],
+            format!("context \"nope\" not found in {kubeconfig}; contexts: fake, decoy"),
+        ),
+    ];
+    for (source, message) in cases {
+        let mut args = vec!["run", "--config", config];
+        args.extend(&source);
+        let outcome = run(&args, &live.all_hooks());
+        assert_eq!(outcome.code, 2, "{source:?}: {}", outcome.stderr);
+        assert!(outcome.stderr.contains(&message), "{source:?}: {}", outcome.stderr);
+        assert!(outcome.stdout.is_empty(), "no run line: {}", outcome.stdout);
+        assert!(live.slack.requests().is_empty() && live.loki.pushes().is_empty());
+        assert!(
+            !outcome.stderr.contains("WEBHOOK"),
+            "no unrelated webhook text"
+        );
+    }
+    assert!(live.api.requests().is_empty(), "nothing was read");
+}
+
+#[test]
+fn a_kubeconfig_list_skips_missing_files_as_kubectl_does() {
+    let live = Live::start();
+    let config = write_config(live.dir.path(), Some(&live.loki.url()), "");
+    let kubeconfig = live.api.write_kubeconfig(live.dir.path());
+    let missing = live.dir.path().join("missing-kubeconfig");
+    let list = std::env::join_paths([missing.as_path(), kubeconfig.as_path()]).unwrap();
+    let mut env = live.all_hooks();
+    env.push(("KUBECONFIG".into(), list.to_str().unwrap().to_string()));
+    let outcome = run(
+        &["run", "--config", config.to_str().unwrap(), "--context", "fake"],
+        &env,
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert_eq!(outcome.run_line()["status"], "ok");
+}
+
+#[test]
+fn an_unreachable_cluster_is_skipped_naming_the_server() {
+    let live = Live::start();
+    let outcome = {
+        let config = write_config(live.dir.path(), Some(&live.loki.url()), "");
+        let kubeconfig = live.api.write_kubeconfig_with_decoy(live.dir.path());
+        let args = [
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--context",
+            "decoy",
+        ];
+        run(&args, &live.all_hooks())
+    };
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "skipped");
+    let reason = line["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("cannot reach https://127.0.0.1:9: connection refused"),
+        "{reason}"
+    );
+}
+
+#[test]
 fn live_list_expired_410_keeps_its_own_reason() {
     let mut many: Vec<Value> = Vec::new();
     for i in 0..501 {
@@ -1201,6 +1279,14 @@ fn a_skipped_reason_naming_a_secret_path_is_redacted() {
     // A snapshot path that spells a webhook's path: the reason names it, the run line must not.
     let secret_path = SlackServer::webhook_path("payments");
     let snapshot = format!("{}{secret_path}/cluster", dir.path().display());
+    // a snapshot that does not exist is a usage error, its path redacted too
+    let missing = snapshot_run(dir.path(), &loki, &slack, &snapshot, &[]);
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(missing.stderr.contains("[redacted]"), "{}", missing.stderr);
+    assert!(!missing.stderr.contains(secret_path.rsplit('/').next().unwrap()));
+    // one that cannot be read is a skipped run
+    std::fs::create_dir_all(&snapshot).unwrap();
+    std::fs::write(format!("{snapshot}/broken.yaml"), "kind: [unclosed\n").unwrap();
     let outcome = snapshot_run(dir.path(), &loki, &slack, &snapshot, &[]);
     assert_eq!(outcome.code, 1, "{}", outcome.stderr);
     let line = outcome.run_line();

@@ -52,6 +52,11 @@ pub enum LiveError {
     /// The HTTP client for Slack could not be built.
     #[error("failed to set up the Slack client")]
     Slack(#[source] SendError),
+    /// The source cannot be used: a `--snapshot` path that does not exist, or a kubeconfig or
+    /// context that cannot be loaded (found before anything is read; a cluster that cannot be
+    /// reached is a skipped run instead).
+    #[error("{0}")]
+    Source(String),
     /// `--save-snapshot` does not name a `.tar.gz`.
     #[error("--save-snapshot {0}: the snapshot is written as a .tar.gz; name it so")]
     SnapshotName(String),
@@ -115,6 +120,25 @@ impl WorkDir {
             WorkDir::InMemory => None,
         }
     }
+}
+
+/// Checks the source of `options` before anything is read: the `--snapshot` path exists, or the
+/// kubeconfig files load and define the context (see `ClusterSource::check`). Nothing is
+/// contacted: an unreachable cluster is found by the run, which is then skipped.
+pub fn check_source(options: &LiveOptions) -> Result<(), LiveError> {
+    if let Some(path) = &options.snapshot {
+        return match std::fs::symlink_metadata(path) {
+            Ok(_) => Ok(()),
+            Err(error) => Err(LiveError::Source(format!(
+                "--snapshot {}: {}",
+                path.display(),
+                redaction::error_text(&error)
+            ))),
+        };
+    }
+    ClusterSource::detect(options.kubeconfig.clone(), options.context.clone())
+        .check()
+        .map_err(|e| LiveError::Source(error_text(&e)))
 }
 
 /// Checks every output path before anything is read or sent (see the module documentation):
@@ -367,12 +391,9 @@ impl Reader<'_> {
             }
             (None, None) => Err("no cluster source and no snapshot".to_string()),
             (None, Some(source)) => {
-                let described = source.describe();
+                let (described, server) = (source.describe(), source.server());
                 let describe = move |e: &cluster_projection::ReadError| {
-                    format!(
-                        "failed to read the cluster ({described}): {}",
-                        error_text(e)
-                    )
+                    cluster_failure(&described, server.as_deref(), e)
                 };
                 let (state, pages) = self
                     .runtime
@@ -494,13 +515,32 @@ fn read_state(spec: &ReadSpec, options: &LiveOptions) -> Result<ClusterState, St
         .map_err(|e| format!("failed to start the async runtime: {e}"))?;
     runtime
         .block_on(cluster_projection::read_cluster(&source, spec))
-        .map_err(|e| {
-            format!(
-                "failed to read the cluster ({}): {}",
-                source.describe(),
-                error_text(&e)
-            )
-        })
+        .map_err(|e| cluster_failure(&source.describe(), source.server().as_deref(), &e))
+}
+
+/// Why reading the cluster `described` failed; a refused connection names the server, as
+/// kubectl does (`cannot reach https://…:6443: connection refused`).
+fn cluster_failure(
+    described: &str,
+    server: Option<&str>,
+    error: &cluster_projection::ReadError,
+) -> String {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = cause {
+        if let Some(io) = current.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            let server = server.unwrap_or("the API server");
+            return format!(
+                "failed to read the cluster ({described}): cannot reach {server}: connection refused"
+            );
+        }
+        cause = current.source();
+    }
+    format!(
+        "failed to read the cluster ({described}): {}",
+        error_text(error)
+    )
 }
 
 /// What `workload-report explain` shows: which workload kinds each configured rule can see, and
