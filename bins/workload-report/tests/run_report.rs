@@ -317,7 +317,7 @@ fn demo_snapshot_dry_run_prints_every_digest() {
     assert!(
         outcome
             .stderr
-            .contains("skipped K8sReplicaLimits replica-bounds"),
+            .contains("audit check: 1 of 1 constraint of K8sReplicaLimits audited less than 10m after creation: replica-bounds"),
         "{}",
         outcome.stderr
     );
