@@ -8,9 +8,10 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow};
 use daily_report::Config;
-use daily_report::live::{LiveOptions, explain};
+use daily_report::live::{LiveOptions, check_source, explain};
 
 use crate::cmd_run::SourceArgs;
+use crate::format::{Format, document};
 
 /// Arguments of `workload-report explain`.
 #[derive(Debug, clap::Args)]
@@ -20,6 +21,9 @@ pub(crate) struct ExplainArgs {
     config: PathBuf,
     #[command(flatten)]
     source: SourceArgs,
+    /// Output format on stdout.
+    #[arg(short = 'o', long = "output", value_enum, default_value_t = Format::Text)]
+    output: Format,
 }
 
 /// Runs `workload-report explain`.
@@ -32,8 +36,10 @@ pub(crate) fn run(args: ExplainArgs) -> Result<ExitCode> {
         context: args.source.context,
         ..LiveOptions::default()
     };
+    check_source(&options)?;
     let coverage = explain(&config, &options).map_err(|reason| anyhow!(reason))?;
-    crate::stdio::print(&coverage.to_text())?;
+    let text = document(&coverage.to_json(), args.output).unwrap_or_else(|| coverage.to_text());
+    crate::stdio::print(&text)?;
     Ok(ExitCode::SUCCESS)
 }
 
@@ -75,6 +81,11 @@ mod tests {
     #[test]
     fn explain_the_demo_cluster() {
         insta::assert_snapshot!(demo_coverage("-").to_text());
+    }
+
+    #[test]
+    fn explain_the_demo_cluster_as_json() {
+        insta::assert_snapshot!(document(&demo_coverage("-").to_json(), Format::Json).unwrap());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `workload-report run`: checks the output paths, loads the config and the environment, hands
 //! them to `daily_report::live::run_live`, then writes `--out DIR` and prints the digests and the
-//! run line — always the last line on stdout, also with `-o json` and when `--out` fails.
+//! run line — always the last line on stdout in text mode, also when `--out` fails — or, with
+//! `-o json`, one JSON document that holds the run line as `run`.
 //!
 //! Everything that decides anything (status, counts, audit check, what is posted) lives in
 //! `daily-report`; this file only parses and prints.
@@ -8,8 +9,8 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::{Context, Result};
-use daily_report::live::{LiveOptions, check_outputs, run_live, write_out};
+use anyhow::{Context, Result, anyhow};
+use daily_report::live::{LiveOptions, check_outputs, check_source, run_live, write_out};
 use daily_report::{Config, EngineKind, RunOutput, Settings};
 use serde_json::Value;
 
@@ -28,6 +29,13 @@ pub(crate) struct SourceArgs {
     /// The kubeconfig context.
     #[arg(long, value_name = "NAME")]
     pub(crate) context: Option<String>,
+}
+
+impl SourceArgs {
+    /// Whether a source was named (`routes` reads namespaces only then).
+    pub(crate) fn is_given(&self) -> bool {
+        self.snapshot.is_some() || self.kubeconfig.is_some() || self.context.is_some()
+    }
 }
 
 /// Arguments of `workload-report run`.
@@ -86,6 +94,8 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
     let config = Config::load(&args.config)
         .with_context(|| format!("invalid config {}", args.config.display()))?;
     let settings = Settings::from_env(&config, args.dry_run, &|name| std::env::var(name).ok())?;
+    // a path may spell a secret of the run: the error is redacted like every reason
+    check_source(&options).map_err(|e| anyhow!(settings.redactor().redact(&e.to_string())))?;
     for warning in config.routes.warnings() {
         // A team with a webhookEnv override does not read the name the warning is about.
         if !warning
@@ -103,7 +113,7 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
         Some(dir) => write_out(dir, &output, &config.default_team),
         None => Ok(()),
     };
-    stdio::print(&rendered(&output, &args.output, settings.dry_run))?;
+    stdio::print(&rendered(&output, &args.output))?;
     written?;
     Ok(ExitCode::from(output.exit_code()))
 }
@@ -120,47 +130,55 @@ fn keep_panic_messages_out_of_the_logs() {
     }));
 }
 
-/// What `run` prints: the digests (text) or the document (`-o json`: digests, problems and the
-/// run), then the run line as the last line, so a log shipper can take it from the end.
-fn rendered(output: &RunOutput, format: &str, dry_run: bool) -> String {
-    let mut text = String::new();
+/// What `run` prints: the digests then the run line as the last line, so that a log shipper can
+/// take it from the end (text); or one JSON document (`-o json`: the run line as `run`, digests,
+/// problems), which `json.load` and `jq` read whole.
+fn rendered(output: &RunOutput, format: &str) -> String {
     if format == "json" {
-        let digests: serde_json::Map<String, Value> = output
-            .digests
-            .iter()
-            .map(|d| {
-                (
-                    d.team.clone(),
-                    serde_json::to_value(&d.message).unwrap_or(Value::Null),
-                )
-            })
-            .collect();
-        let document = serde_json::json!({
-            "run": output.report.run,
-            "digests": digests,
-            "problems": output.problems,
-        });
-        text.push_str(&serde_json::to_string_pretty(&document).unwrap_or_default());
-        text.push('\n');
+        json_document(output)
     } else {
-        let verb = if dry_run {
-            "not posted: dry run"
-        } else {
+        text_report(output)
+    }
+}
+
+fn json_document(output: &RunOutput) -> String {
+    let digests: serde_json::Map<String, Value> = output
+        .digests
+        .iter()
+        .map(|d| {
+            (
+                d.team.clone(),
+                serde_json::to_value(&d.message).unwrap_or(Value::Null),
+            )
+        })
+        .collect();
+    let document = serde_json::json!({
+        "run": output.report.run,
+        "digests": digests,
+        "problems": output.problems,
+    });
+    let mut text = serde_json::to_string_pretty(&document).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+fn text_report(output: &RunOutput) -> String {
+    let run = &output.report.run;
+    let mut text = String::new();
+    for digest in &output.digests {
+        let state = if run.posted.contains(&digest.team) {
             "posted"
+        } else if run.would_post.contains(&digest.team) {
+            "dry run: would post"
+        } else {
+            "not posted"
         };
-        for digest in &output.digests {
-            let state = if output.report.run.posted.contains(&digest.team) {
-                verb
-            } else {
-                "not posted"
-            };
-            text.push_str(&format!("=== digest for {} ({state}) ===\n", digest.team));
-            text.push_str(&format!("{}\n\n", digest.message.plain_text()));
-        }
-        if let Some(problems) = &output.problems {
-            text.push_str("=== problems for the default team ===\n");
-            text.push_str(&format!("{}\n\n", problems.plain_text()));
-        }
+        text.push_str(&format!("=== digest for {} ({state}) ===\n", digest.team));
+        text.push_str(&format!("{}\n\n", digest.message.plain_text()));
+    }
+    if let Some(problems) = &output.problems {
+        text.push_str("=== problems for the default team ===\n");
+        text.push_str(&format!("{}\n\n", problems.plain_text()));
     }
     text.push_str(&output.run_line());
     text.push('\n');

@@ -9,6 +9,7 @@ mod cmd_explain;
 mod cmd_routes;
 mod cmd_run;
 mod cmd_verify;
+mod format;
 mod stdio;
 
 use std::process::ExitCode;

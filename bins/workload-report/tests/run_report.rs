@@ -293,11 +293,31 @@ fn demo_snapshot_dry_run_prints_every_digest() {
     let run_line = outcome.run_line();
     assert_eq!(run_line["status"], "ok");
     assert_eq!(run_line["dryRun"], true);
+    assert_eq!(run_line["posted"], serde_json::json!([]), "a dry run posts no one");
+    assert_eq!(
+        run_line["wouldPost"],
+        serde_json::json!(["infra", "payments", "raster"])
+    );
+    assert!(
+        outcome
+            .stderr
+            .contains("dry run: nothing posted to Slack; no Loki URL: nothing pushed"),
+        "{}",
+        outcome.stderr
+    );
+    assert!(
+        outcome
+            .stdout
+            .lines()
+            .last()
+            .is_some_and(|l| l.starts_with("{\"runId\":")),
+        "text mode: the run line is the last stdout line"
+    );
     assert_eq!(run_line["auditCheck"]["K8sReplicaLimits"], "skipped");
     assert!(
         outcome
             .stderr
-            .contains("skipped K8sReplicaLimits replica-bounds"),
+            .contains("audit check: 1 of 1 constraint of K8sReplicaLimits audited less than 10m after creation: replica-bounds"),
         "{}",
         outcome.stderr
     );
@@ -322,6 +342,36 @@ fn demo_snapshot_dry_run_prints_every_digest() {
     for kind in ["run", "summary", "team_total", "violation"] {
         assert!(types.contains(&kind), "no {kind} stream in {types:?}");
     }
+    // every configured category (and other) is in every summary and team_total line, 0 included
+    let lines: Vec<Value> = loki["streams"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|s| s["values"].as_array().unwrap().clone())
+        .map(|v| serde_json::from_str(v[1].as_str().unwrap()).unwrap())
+        .collect();
+    for line in &lines {
+        let expected: &[&str] = match (line["type"].as_str(), line["rule"].as_str()) {
+            (Some("team_total"), _) | (Some("summary"), Some("K8sRequiredLabels")) => {
+                &["invalid", "missing", "other"]
+            }
+            (Some("summary"), _) => &["other"],
+            _ => continue,
+        };
+        let categories: Vec<&str> = line["categories"]
+            .as_object()
+            .unwrap_or_else(|| panic!("no categories in {line}"))
+            .keys()
+            .map(String::as_str)
+            .collect();
+        assert_eq!(categories, expected, "{line}");
+    }
+    assert!(
+        lines
+            .iter()
+            .any(|l| l["type"] == "team_total" && l["categories"]["invalid"] == 0),
+        "a category with no workload shows 0"
+    );
     let payments = std::fs::read_to_string(out_dir.join("slack/payments.json")).unwrap();
     insta::assert_snapshot!(
         "demo_payments_digest",
@@ -379,7 +429,7 @@ fn live_ok_run_posts_digests_and_pushes_loki() {
         &live.all_hooks(),
     );
     assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
-    let document = first_json(&outcome.stdout);
+    let document = json_document(&outcome.stdout);
     assert_eq!(document["run"]["status"], "ok");
     assert_eq!(
         document["run"]["posted"],
@@ -441,16 +491,13 @@ fn replay(snapshot: &Path, slack: &SlackServer) -> Value {
         &hooks(slack, &TEAMS),
     );
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
-    first_json(&outcome.stdout)
+    json_document(&outcome.stdout)
 }
 
-/// The first JSON document on stdout (`-o json` prints the document, then the run line).
-fn first_json(stdout: &str) -> Value {
-    serde_json::Deserializer::from_str(stdout)
-        .into_iter::<Value>()
-        .next()
-        .and_then(Result::ok)
-        .unwrap_or_else(|| panic!("no JSON document on stdout: {stdout}"))
+/// Stdout of `-o json`: one JSON document and nothing else (as `json.load` reads it).
+fn json_document(stdout: &str) -> Value {
+    serde_json::from_str(stdout)
+        .unwrap_or_else(|e| panic!("stdout is not one JSON document ({e}): {stdout}"))
 }
 
 #[test]
@@ -491,6 +538,84 @@ fn live_api_failures_skip_the_run() {
         );
         assert!(!pushes[0].contains("\"type\":\"violation\""));
     }
+}
+
+#[test]
+fn a_source_that_cannot_be_loaded_is_a_usage_error_before_anything_is_read() {
+    let live = Live::start();
+    let config = write_config(live.dir.path(), Some(&live.loki.url()), "");
+    let config = config.to_str().unwrap();
+    let kubeconfig = live.api.write_kubeconfig(live.dir.path());
+    let kubeconfig = kubeconfig.to_str().unwrap();
+    let missing = live.dir.path().join("no-such-snapshot");
+    let cases: [(Vec<&str>, String); 2] = [
+        (
+            vec!["--snapshot", missing.to_str().unwrap()],
+            format!("--snapshot {}: ", missing.display()),
+        ),
+        (
+            vec!["--kubeconfig", kubeconfig, "--context", "nope"],
+            format!("context \"nope\" not found in {kubeconfig}; contexts: fake, decoy"),
+        ),
+    ];
+    for (source, message) in cases {
+        let mut args = vec!["run", "--config", config];
+        args.extend(&source);
+        let outcome = run(&args, &live.all_hooks());
+        assert_eq!(outcome.code, 2, "{source:?}: {}", outcome.stderr);
+        assert!(outcome.stderr.contains(&message), "{source:?}: {}", outcome.stderr);
+        assert!(outcome.stdout.is_empty(), "no run line: {}", outcome.stdout);
+        assert!(live.slack.requests().is_empty() && live.loki.pushes().is_empty());
+        assert!(
+            !outcome.stderr.contains("WEBHOOK"),
+            "no unrelated webhook text"
+        );
+    }
+    assert!(live.api.requests().is_empty(), "nothing was read");
+}
+
+#[test]
+fn a_kubeconfig_list_skips_missing_files_as_kubectl_does() {
+    let live = Live::start();
+    let config = write_config(live.dir.path(), Some(&live.loki.url()), "");
+    let kubeconfig = live.api.write_kubeconfig(live.dir.path());
+    let missing = live.dir.path().join("missing-kubeconfig");
+    let list = std::env::join_paths([missing.as_path(), kubeconfig.as_path()]).unwrap();
+    let mut env = live.all_hooks();
+    env.push(("KUBECONFIG".into(), list.to_str().unwrap().to_string()));
+    let outcome = run(
+        &["run", "--config", config.to_str().unwrap(), "--context", "fake"],
+        &env,
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert_eq!(outcome.run_line()["status"], "ok");
+}
+
+#[test]
+fn an_unreachable_cluster_is_skipped_naming_the_server() {
+    let live = Live::start();
+    let outcome = {
+        let config = write_config(live.dir.path(), Some(&live.loki.url()), "");
+        let kubeconfig = live.api.write_kubeconfig_with_decoy(live.dir.path());
+        let args = [
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--context",
+            "decoy",
+        ];
+        run(&args, &live.all_hooks())
+    };
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "skipped");
+    let reason = line["reason"].as_str().unwrap();
+    assert!(
+        reason.contains("cannot reach https://127.0.0.1:9: connection refused"),
+        "{reason}"
+    );
 }
 
 #[test]
@@ -595,6 +720,33 @@ fn live_slack_failures_are_partial_and_never_leak_the_webhook() {
 }
 
 #[test]
+fn a_control_character_in_one_webhook_fails_that_team_only_and_is_never_echoed() {
+    let live = Live::start();
+    let mut env = live.all_hooks();
+    let raster = format!("{}\tsEcReT-tail", live.slack.webhook_url("raster"));
+    for (name, value) in &mut env {
+        if name == "RASTER_WEBHOOK" {
+            *value = raster.clone();
+        }
+    }
+    let outcome = live.run("", &[], &env);
+    assert_eq!(outcome.code, 1, "{}", outcome.stderr);
+    let line = outcome.run_line();
+    assert_eq!(line["status"], "partial");
+    assert_eq!(line["failed"], serde_json::json!(["raster"]));
+    assert_eq!(line["reason"], "team raster: invalid URL");
+    assert_eq!(line["posted"], serde_json::json!(["infra", "payments"]));
+    assert_eq!(
+        live.slack.posts("infra").len(),
+        2,
+        "the digest and the problems message"
+    );
+    let all = live.everything(&outcome);
+    assert!(!all.contains("sEcReT"), "the value is never echoed");
+    assert!(!all.contains(&SlackServer::webhook_path("raster")));
+}
+
+#[test]
 fn live_loki_failures_are_partial() {
     // Loki too busy (429, 503) is tried again until `timeouts.push` (3 s here) runs out; any
     // other failure ends the push at once.
@@ -643,6 +795,14 @@ fn live_dry_run_from_the_env_alone_posts_nothing() {
     assert!(live.slack.requests().is_empty());
     assert_eq!(live.loki.pushes().len(), 1);
     assert_eq!(outcome.run_line()["dryRun"], true);
+    assert!(
+        outcome.stderr.contains(&format!(
+            "dry run: nothing posted to Slack; pushing the run to Loki at {}",
+            live.loki.url()
+        )),
+        "{}",
+        outcome.stderr
+    );
 }
 
 #[test]
@@ -758,6 +918,102 @@ fn routes_explains_namespaces() {
     );
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
     insta::assert_snapshot!("routes_demo", outcome.stdout);
+}
+
+#[test]
+fn routes_reads_the_namespaces_of_a_snapshot_and_the_cluster() {
+    let from_snapshot = run(
+        &[
+            "routes",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--snapshot",
+            "fixtures/demo/cluster",
+            "-o",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(from_snapshot.code, 0, "{}", from_snapshot.stderr);
+    let document = json_document(&from_snapshot.stdout);
+    let namespaces: Vec<&str> = document["namespaces"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["namespace"].as_str().unwrap())
+        .collect();
+    assert!(
+        namespaces.contains(&"payments-prod") && namespaces.contains(&"dem-dev"),
+        "{namespaces:?}"
+    );
+    assert_eq!(document["defaultTeam"], "infra");
+    assert!(document["unusedPatterns"].is_array());
+    // the cluster's namespaces, read as a run reads them, route the same
+    let live = Live::start();
+    let kubeconfig = live.api.write_kubeconfig(live.dir.path());
+    let from_cluster = run(
+        &[
+            "routes",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--kubeconfig",
+            kubeconfig.to_str().unwrap(),
+            "--context",
+            "fake",
+            "-o",
+            "json",
+        ],
+        &[],
+    );
+    assert_eq!(from_cluster.code, 0, "{}", from_cluster.stderr);
+    assert_eq!(json_document(&from_cluster.stdout), document);
+}
+
+#[test]
+fn routes_warnings_go_to_stderr_and_the_table_has_a_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        "cluster: c\ndefaultTeam: infra\nteams:\n  - {name: web, namespaces: ['web-*']}\n  - {name: api, namespaces: [web-dev]}\nconstraintKinds: [A]\n",
+    )
+    .unwrap();
+    let outcome = run(
+        &["routes", "--config", config.to_str().unwrap(), "web-dev", "x"],
+        &[],
+    );
+    assert_eq!(outcome.code, 0, "{}", outcome.stderr);
+    assert!(outcome.stderr.contains("warning: routes: "), "{}", outcome.stderr);
+    assert!(!outcome.stdout.contains("warning"), "{}", outcome.stdout);
+    assert_eq!(
+        outcome.stdout,
+        "NAMESPACE\tTEAM\tPATTERN\tNOTE\nweb-dev\tweb\tweb-*\talso matched, lost: `web-dev` of api\nx\tinfra\t-\tno pattern matches: default team\n"
+    );
+    // every row has the header's four columns
+    assert!(outcome.stdout.lines().all(|l| l.split('\t').count() == 4));
+}
+
+#[test]
+fn explain_prints_one_yaml_or_json_document() {
+    let args = |format: &'static str| {
+        [
+            "explain",
+            "--config",
+            "fixtures/demo/config.yaml",
+            "--snapshot",
+            "fixtures/demo/cluster",
+            "-o",
+            format,
+        ]
+    };
+    let json = run(&args("json"), &[]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let from_json = json_document(&json.stdout);
+    let yaml = run(&args("yaml"), &[]);
+    assert_eq!(yaml.code, 0, "{}", yaml.stderr);
+    let from_yaml: Value = serde_yaml::from_str(&yaml.stdout).unwrap();
+    assert_eq!(from_json, from_yaml);
+    assert_eq!(from_json["rules"][0]["rule"], "K8sRequiredLabels");
 }
 
 #[test]
@@ -906,7 +1162,12 @@ fn policy_errors_are_counted_apart_and_told_to_the_default_team() {
     // violation line, never a category
     let lines = loki_lines(&out_dir);
     insta::assert_snapshot!("policy_errors_loki_lines", lines);
-    assert!(!lines.contains("\"other\""), "{lines}");
+    // (every summary line lists `other`, at 0: no error text is counted in it)
+    assert!(!lines.contains("\"category\":\"other\""), "{lines}");
+    assert!(
+        !(1..10).any(|n| lines.contains(&format!("\"other\":{n}"))),
+        "{lines}"
+    );
     for line in lines
         .lines()
         .filter(|l| l.contains("\"type\":\"violation\""))
@@ -1018,6 +1279,14 @@ fn a_skipped_reason_naming_a_secret_path_is_redacted() {
     // A snapshot path that spells a webhook's path: the reason names it, the run line must not.
     let secret_path = SlackServer::webhook_path("payments");
     let snapshot = format!("{}{secret_path}/cluster", dir.path().display());
+    // a snapshot that does not exist is a usage error, its path redacted too
+    let missing = snapshot_run(dir.path(), &loki, &slack, &snapshot, &[]);
+    assert_eq!(missing.code, 2, "{}", missing.stderr);
+    assert!(missing.stderr.contains("[redacted]"), "{}", missing.stderr);
+    assert!(!missing.stderr.contains(secret_path.rsplit('/').next().unwrap()));
+    // one that cannot be read is a skipped run
+    std::fs::create_dir_all(&snapshot).unwrap();
+    std::fs::write(format!("{snapshot}/broken.yaml"), "kind: [unclosed\n").unwrap();
     let outcome = snapshot_run(dir.path(), &loki, &slack, &snapshot, &[]);
     assert_eq!(outcome.code, 1, "{}", outcome.stderr);
     let line = outcome.run_line();
@@ -1204,7 +1473,7 @@ fn a_pod_only_rule_flags_workloads_through_their_pods() {
         &live.all_hooks(),
     );
     assert_eq!(outcome.code, 0, "{}\n{}", outcome.stdout, outcome.stderr);
-    let document = first_json(&outcome.stdout);
+    let document = json_document(&outcome.stdout);
     assert_eq!(document["run"]["status"], "ok");
     // K8sPodRunAsNonRoot matches only Pods: it sees the payments-prod Deployment and
     // StatefulSet through the demo's ExpansionTemplate (api runs as non-root)

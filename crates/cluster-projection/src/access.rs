@@ -79,6 +79,25 @@ pub enum ConfigError {
         #[source]
         source: NestingError,
     },
+    /// The context asked for (or the current context) is not in the kubeconfig, as kubectl
+    /// says it: `context "nope" not found in <file>; contexts: a, b`.
+    #[error("context {context:?} not found in {files}; contexts: {}", list_or_none(contexts))]
+    ContextNotFound {
+        /// The context.
+        context: String,
+        /// The kubeconfig files read, `, `-separated.
+        files: String,
+        /// The contexts the files define, in order.
+        contexts: Vec<String>,
+    },
+    /// No `--context` and the kubeconfig sets no `current-context`.
+    #[error("no context: {files} sets no current-context; contexts: {}", list_or_none(contexts))]
+    NoCurrentContext {
+        /// The kubeconfig files read, `, `-separated.
+        files: String,
+        /// The contexts the files define, in order.
+        contexts: Vec<String>,
+    },
     /// No kubeconfig path: neither `KUBECONFIG` nor a home directory.
     #[error("kubeconfig: KUBECONFIG is not set and there is no home directory")]
     NoKubeconfig,
@@ -94,6 +113,14 @@ pub enum ConfigError {
     /// kube could not build a client from the configuration (TLS setup).
     #[error("building the Kubernetes client failed")]
     Client(#[source] kube::Error),
+}
+
+fn list_or_none(items: &[String]) -> String {
+    if items.is_empty() {
+        "none".to_string()
+    } else {
+        items.join(", ")
+    }
 }
 
 /// In-cluster access: the API server URL and the mounted ServiceAccount files.
@@ -256,12 +283,12 @@ impl ClusterSource {
     pub async fn kube_config(&self, timeout: Duration) -> Result<kube::Config, ConfigError> {
         let mut config = match self {
             ClusterSource::InCluster(in_cluster) => in_cluster.kube_config()?,
-            ClusterSource::Kubeconfig { path, context } => {
+            ClusterSource::Kubeconfig { context, .. } => {
                 let options = KubeConfigOptions {
                     context: context.clone(),
                     ..KubeConfigOptions::default()
                 };
-                let file = load_kubeconfig(path.as_deref(), &self.describe())?;
+                let file = self.check_kubeconfig()?;
                 kube::Config::from_custom_kubeconfig(file, &options)
                     .await
                     .map_err(|source| ConfigError::Kubeconfig {
@@ -279,6 +306,55 @@ impl ClusterSource {
         config.write_timeout = Some(backstop);
         config.default_retry = false;
         Ok(config)
+    }
+
+    /// Checks, without contacting the server, that this source can be used: its kubeconfig
+    /// files read and parse and the context (`--context`, else the current context) is defined
+    /// in them. In-cluster access is checked when it connects.
+    pub fn check(&self) -> Result<(), ConfigError> {
+        match self {
+            ClusterSource::InCluster(_) => Ok(()),
+            ClusterSource::Kubeconfig { .. } => self.check_kubeconfig().map(drop),
+        }
+    }
+
+    /// The API server URL this source connects to, when it can be told without connecting
+    /// (for messages such as `cannot reach https://…:6443: connection refused`).
+    pub fn server(&self) -> Option<String> {
+        match self {
+            ClusterSource::InCluster(in_cluster) => Some(in_cluster.server.clone()),
+            ClusterSource::Kubeconfig { context, .. } => {
+                let file = self.check_kubeconfig().ok()?;
+                let name = context.as_ref().or(file.current_context.as_ref())?;
+                let context = file.contexts.iter().find(|c| &c.name == name)?;
+                let cluster = &context.context.as_ref()?.cluster;
+                let named = file.clusters.iter().find(|c| &c.name == cluster)?;
+                named.cluster.as_ref()?.server.clone()
+            }
+        }
+    }
+
+    /// The merged kubeconfig, once its context is known to be defined in it.
+    fn check_kubeconfig(&self) -> Result<Kubeconfig, ConfigError> {
+        let ClusterSource::Kubeconfig { path, context } = self else {
+            unreachable!("only called for a kubeconfig source");
+        };
+        let (file, read) = load_kubeconfig_files(path.as_deref(), &self.describe())?;
+        let files = read
+            .iter()
+            .map(|p| p.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ");
+        let contexts: Vec<String> = file.contexts.iter().map(|c| c.name.clone()).collect();
+        match context.as_ref().or(file.current_context.as_ref()) {
+            None => Err(ConfigError::NoCurrentContext { files, contexts }),
+            Some(name) if !contexts.contains(name) => Err(ConfigError::ContextNotFound {
+                context: name.clone(),
+                files,
+                contexts,
+            }),
+            Some(_) => Ok(file),
+        }
     }
 
     /// A redactor that knows the credentials this source sends: the ServiceAccount token, or
@@ -337,14 +413,31 @@ fn add_user_secrets(redactor: &mut Redactor, user: &AuthInfo) {
 /// `~/.kube/config`; each read bounded, nesting-checked, with its relative paths made absolute
 /// against its own directory (as kubectl does).
 fn load_kubeconfig(path: Option<&Path>, location: &str) -> Result<Kubeconfig, ConfigError> {
-    let paths: Vec<PathBuf> = match path {
-        Some(path) => vec![path.to_path_buf()],
-        None => default_kubeconfig_paths()?,
+    load_kubeconfig_files(path, location).map(|(file, _)| file)
+}
+
+/// [`load_kubeconfig`], and the files it read. As kubectl does, a file of a `KUBECONFIG` list
+/// that does not exist is skipped (unless none exists); `--kubeconfig` must exist.
+fn load_kubeconfig_files(
+    path: Option<&Path>,
+    location: &str,
+) -> Result<(Kubeconfig, Vec<PathBuf>), ConfigError> {
+    let (paths, skip_missing): (Vec<PathBuf>, bool) = match path {
+        Some(path) => (vec![path.to_path_buf()], false),
+        None => (default_kubeconfig_paths()?, true),
     };
     let mut merged = Kubeconfig::default();
+    let mut read = Vec::new();
+    let mut first_missing = None;
     for path in &paths {
-        let text = bounded_input::read_file_to_string(path, MAX_KUBECONFIG_BYTES)
-            .map_err(ConfigError::KubeconfigRead)?;
+        let text = match bounded_input::read_file_to_string(path, MAX_KUBECONFIG_BYTES) {
+            Ok(text) => text,
+            Err(error) if skip_missing && matches!(error.kind, ReadErrorKind::NotFound) => {
+                first_missing.get_or_insert(error);
+                continue;
+            }
+            Err(error) => return Err(ConfigError::KubeconfigRead(error)),
+        };
         bounded_input::check_yaml_nesting(&text, YAML_MAX_DEPTH).map_err(|source| {
             ConfigError::KubeconfigNesting {
                 path: path.clone(),
@@ -360,8 +453,12 @@ fn load_kubeconfig(path: Option<&Path>, location: &str) -> Result<Kubeconfig, Co
             absolutize(&mut file, dir);
         }
         merged = merged.merge(file).map_err(wrap)?;
+        read.push(path.clone());
     }
-    Ok(merged)
+    match first_missing {
+        Some(error) if read.is_empty() => Err(ConfigError::KubeconfigRead(error)),
+        _ => Ok((merged, read)),
+    }
 }
 
 fn default_kubeconfig_paths() -> Result<Vec<PathBuf>, ConfigError> {

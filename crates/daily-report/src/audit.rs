@@ -100,26 +100,28 @@ pub fn cross_check(
     let fresh_after = SignedDuration::try_from(audit.fresh_after).unwrap_or(SignedDuration::MAX);
     // rule → (engine results, audit total, engine policy errors) over its fresh Constraints
     let mut sums: BTreeMap<&str, (u64, u64, u64)> = BTreeMap::new();
-    let mut skipped = Vec::new();
+    // rule → its Constraints checked, those not audited yet, those audited too soon
+    let mut checked: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut unaudited: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    let mut stale: BTreeMap<&str, Vec<String>> = BTreeMap::new();
     for c in constraints {
         if !rules.contains(&c.kind) || through_expansion.contains(&c.kind) {
             continue;
         }
+        *checked.entry(c.kind.as_str()).or_default() += 1;
         let (Some(audited_at), Some(total)) = (c.audit_timestamp, c.total_violations) else {
-            skipped.push(format!(
-                "audit check: skipped {} {}: not audited yet",
-                c.kind, c.name
-            ));
+            unaudited
+                .entry(c.kind.as_str())
+                .or_default()
+                .push(c.name.clone());
             continue;
         };
         if let Some(created) = c.created_at {
             let fresh_from = created.checked_add(fresh_after).unwrap_or(Timestamp::MAX);
             if audited_at < fresh_from {
-                skipped.push(format!(
-                    "audit check: skipped {} {}: audit at {audited_at} is less than {} after creation at {created}",
-                    c.kind,
-                    c.name,
-                    humanize(audit.fresh_after)
+                stale.entry(c.kind.as_str()).or_default().push(format!(
+                    "{} (audit at {audited_at}, created at {created})",
+                    c.name
                 ));
                 continue;
             }
@@ -132,6 +134,29 @@ pub fn cross_check(
         sum.0 += engine;
         sum.1 += total;
         sum.2 += errors;
+    }
+    // one line per rule and reason, however many Constraints
+    let mut skipped = Vec::new();
+    for (reason, per_rule) in [
+        ("not audited yet".to_string(), unaudited),
+        (
+            format!(
+                "audited less than {} after creation",
+                humanize(audit.fresh_after)
+            ),
+            stale,
+        ),
+    ] {
+        for (rule, mut names) in per_rule {
+            names.sort();
+            let of = checked.get(rule).copied().unwrap_or(names.len());
+            skipped.push(format!(
+                "audit check: {} of {of} {} of {rule} {reason}: {}",
+                names.len(),
+                if of == 1 { "constraint" } else { "constraints" },
+                capped_list(&names)
+            ));
+        }
     }
     skipped.sort();
     let mut checks = BTreeMap::new();
@@ -174,6 +199,19 @@ pub fn of_them_errors(errors: u64) -> String {
         1 => " (1 of them a policy error)".to_string(),
         n => format!(" ({n} of them policy errors)"),
     }
+}
+
+/// The most Constraint names one audit-skip line lists.
+const MAX_NAMES_PER_SKIP_LINE: usize = 10;
+
+/// `a, b, c`, or the first [`MAX_NAMES_PER_SKIP_LINE`] and `+N more`.
+fn capped_list(names: &[String]) -> String {
+    let shown = names.len().min(MAX_NAMES_PER_SKIP_LINE);
+    let mut text = names[..shown].join(", ");
+    if names.len() > shown {
+        text.push_str(&format!(" +{} more", names.len() - shown));
+    }
+    text
 }
 
 /// Every rule `"skipped"`: the audit check of a run that could not count.
@@ -387,12 +425,13 @@ mod tests {
         );
         assert!(outcome.mismatches.is_empty());
         assert_eq!(outcome.checks["K8sRequiredLabels"], AuditCheck::Skipped);
-        assert_eq!(outcome.skipped.len(), 2);
-        assert!(
-            outcome.skipped[0].contains("labels-a")
-                && outcome.skipped[0].contains("less than 10m after creation")
+        assert_eq!(
+            outcome.skipped,
+            [
+                "audit check: 1 of 2 constraints of K8sRequiredLabels audited less than 10m after creation: labels-a (audit at 2026-11-01T00:09:59Z, created at 2026-11-01T00:00:00Z)",
+                "audit check: 1 of 2 constraints of K8sRequiredLabels not audited yet: labels-b",
+            ]
         );
-        assert!(outcome.skipped[1].contains("labels-b: not audited yet"));
         // exactly freshAfter is fresh; the fresh one is compared, the others stay skipped,
         // whatever the order
         let fresh = constraint(
@@ -417,6 +456,15 @@ mod tests {
             );
             assert_eq!(outcome.skipped.len(), 2);
         }
+        // many unaudited Constraints of a rule are one line, their names capped
+        let many: Vec<ConstraintAudit> = (0..30)
+            .map(|i| constraint(&format!("labels-{i:02}"), "2026-11-01T00:00:00Z", None, None))
+            .collect();
+        let outcome = cross_check(&rules(), &many, &[], &audit_config(), &BTreeSet::new());
+        assert_eq!(
+            outcome.skipped,
+            ["audit check: 30 of 30 constraints of K8sRequiredLabels not audited yet: labels-00, labels-01, labels-02, labels-03, labels-04, labels-05, labels-06, labels-07, labels-08, labels-09 +20 more"]
+        );
     }
 
     #[test]

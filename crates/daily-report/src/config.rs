@@ -831,6 +831,15 @@ fn secret_var(
     Ok((!value.is_empty()).then(|| value.to_string()))
 }
 
+/// A team's webhook as read from the environment: like [`secret_var`], except that a value
+/// with a control character is kept, so that it fails that team only (`invalid URL`, the value
+/// never shown) instead of the whole run.
+fn webhook_var(name: &str, lookup: &dyn Fn(&str) -> Option<String>) -> Option<SecretString> {
+    let value = lookup(name)?;
+    let value = value.trim_end_matches(['\n', '\r']);
+    (!value.is_empty()).then(|| SecretString::from(value.to_string()))
+}
+
 impl Settings {
     /// A redactor that knows every secret of this run: the webhook URLs, the Loki credentials
     /// (user info of the Loki URL included) and the cluster's credentials.
@@ -899,8 +908,7 @@ impl Settings {
         };
         let mut webhooks = BTreeMap::new();
         for team in config.postable_teams() {
-            let value =
-                secret_var(&config.webhook_env_var_of(&team), lookup)?.map(SecretString::from);
+            let value = webhook_var(&config.webhook_env_var_of(&team), lookup);
             webhooks.insert(team, value);
         }
         Ok(Settings {
@@ -1191,6 +1199,12 @@ mod tests {
             "environment: LOKI_TOKEN: contains a control character (only a trailing line break is dropped)"
         );
         assert!(!error.contains("secret"));
+        // a webhook with a control character is kept: it fails its team only (`invalid URL`)
+        let tab = |name: &str| {
+            (name == "INFRA_WEBHOOK").then(|| "https://hooks.example/x\ty".to_string())
+        };
+        let settings = Settings::from_env(&config, false, &tab).unwrap();
+        assert!(settings.webhooks["infra"].is_some());
     }
 
     #[test]

@@ -109,6 +109,35 @@ struct RuleFindings<'a> {
 
 /// Counts `results` per team → namespace → rule. Every configured team (and the default team)
 /// is present, clean teams with an empty report.
+/// Every configured message category name and `other`, sorted and distinct (the categories of
+/// each `team_total` line).
+pub fn category_names(config: &Config) -> Vec<String> {
+    let names: BTreeSet<String> = config
+        .categories
+        .values()
+        .flatten()
+        .map(|c| c.name.clone())
+        .chain(std::iter::once("other".to_string()))
+        .collect();
+    names.into_iter().collect()
+}
+
+/// Gives every rule report each configured category of its rule and `other`, 0 when no
+/// workload is in it, so that the summary lines (and the dashboard's columns) show 0 rather
+/// than nothing.
+pub fn fill_categories(teams: &mut BTreeMap<String, TeamReport>, config: &Config) {
+    for team in teams.values_mut() {
+        for namespace in team.namespaces.values_mut() {
+            for (rule, report) in &mut namespace.rules {
+                let configured = config.categories.get(rule).into_iter().flatten();
+                for name in configured.map(|c| c.name.as_str()).chain(["other"]) {
+                    report.categories.entry(name.to_string()).or_insert(0);
+                }
+            }
+        }
+    }
+}
+
 pub fn count(config: &Config, results: &[Finding]) -> BTreeMap<String, TeamReport> {
     let flagged_directly: BTreeSet<DirectKey<'_>> = results
         .iter()
@@ -310,6 +339,31 @@ pub(crate) mod tests {
         );
         assert_eq!(rule.categories["invalid"], 1);
         assert_eq!(rule.categories["missing"], 1);
+    }
+
+    #[test]
+    fn every_configured_category_and_other_is_filled_with_zero() {
+        let config = config();
+        assert_eq!(category_names(&config), ["invalid", "missing", "other"]);
+        let results = [
+            result("K8sRequiredLabels", "labels", "Deployment", "dem-dev", "api", "missing x"),
+            result("K8sContainerLimits", "limits", "Deployment", "dem-dev", "api", "no limits"),
+        ];
+        let mut teams = count(&config, &results);
+        fill_categories(&mut teams, &config);
+        let rules = &teams["raster"].namespaces["dem-dev"].rules;
+        let labels: Vec<(&str, usize)> = rules["K8sRequiredLabels"]
+            .categories
+            .iter()
+            .map(|(c, n)| (c.as_str(), *n))
+            .collect();
+        assert_eq!(labels, [("invalid", 0), ("missing", 1), ("other", 0)]);
+        let limits: Vec<(&str, usize)> = rules["K8sContainerLimits"]
+            .categories
+            .iter()
+            .map(|(c, n)| (c.as_str(), *n))
+            .collect();
+        assert_eq!(limits, [("other", 1)], "a rule without categories has other only");
     }
 
     #[test]

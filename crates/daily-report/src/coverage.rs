@@ -20,6 +20,15 @@ use gatekeeper_engine::matching::{Match, group_version};
 use gatekeeper_engine::{ExpansionError, ExpansionSet, ExpansionTemplate, Gvk};
 use serde_json::Value;
 
+/// One way as `explain -o json` shows it: `{"directly": true}` or
+/// `{"through": [templates…], "as": kind}`.
+fn way_json(way: &Way) -> Value {
+    match way {
+        Way::Directly => serde_json::json!({"directly": true}),
+        Way::Through { templates, kind } => serde_json::json!({"through": templates, "as": kind}),
+    }
+}
+
 /// How one rule sees one workload kind.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Way {
@@ -128,6 +137,47 @@ impl Coverage {
             out.push_str(&format!("warning: {warning}\n"));
         }
         out
+    }
+
+    /// What `workload-report explain -o json|yaml` prints: the same as [`Coverage::to_text`], as
+    /// one document (`expansionTemplates`, `rules` with each workload kind's ways, `mutators`,
+    /// `warnings`).
+    pub fn to_json(&self) -> Value {
+        let templates: Vec<Value> = self
+            .templates
+            .iter()
+            .map(|(name, (applied, generated))| {
+                serde_json::json!({"name": name, "applyTo": applied, "generates": generated})
+            })
+            .collect();
+        let rules: Vec<Value> = self
+            .rules
+            .iter()
+            .map(|rule| {
+                let kinds: serde_json::Map<String, Value> = rule
+                    .kinds
+                    .iter()
+                    .map(|(kind, ways)| {
+                        let ways: Vec<Value> = ways.iter().map(way_json).collect();
+                        (kind.kind().to_string(), Value::Array(ways))
+                    })
+                    .collect();
+                serde_json::json!({
+                    "rule": rule.rule,
+                    "constraints": rule.constraints,
+                    "matchKinds": rule.matched_kinds,
+                    "matchUnreadable": rule.unreadable,
+                    "canFlag": !rule.cannot_flag(),
+                    "kinds": kinds,
+                })
+            })
+            .collect();
+        serde_json::json!({
+            "expansionTemplates": templates,
+            "rules": rules,
+            "mutators": self.mutators,
+            "warnings": self.warnings(),
+        })
     }
 
     /// The warning line of every rule that cannot flag a workload, e.g. `K8sPSPPrivilegedContainer

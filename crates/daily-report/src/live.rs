@@ -52,6 +52,11 @@ pub enum LiveError {
     /// The HTTP client for Slack could not be built.
     #[error("failed to set up the Slack client")]
     Slack(#[source] SendError),
+    /// The source cannot be used: a `--snapshot` path that does not exist, or a kubeconfig or
+    /// context that cannot be loaded (found before anything is read; a cluster that cannot be
+    /// reached is a skipped run instead).
+    #[error("{0}")]
+    Source(String),
     /// `--save-snapshot` does not name a `.tar.gz`.
     #[error("--save-snapshot {0}: the snapshot is written as a .tar.gz; name it so")]
     SnapshotName(String),
@@ -115,6 +120,25 @@ impl WorkDir {
             WorkDir::InMemory => None,
         }
     }
+}
+
+/// Checks the source of `options` before anything is read: the `--snapshot` path exists, or the
+/// kubeconfig files load and define the context (see `ClusterSource::check`). Nothing is
+/// contacted: an unreachable cluster is found by the run, which is then skipped.
+pub fn check_source(options: &LiveOptions) -> Result<(), LiveError> {
+    if let Some(path) = &options.snapshot {
+        return match std::fs::symlink_metadata(path) {
+            Ok(_) => Ok(()),
+            Err(error) => Err(LiveError::Source(format!(
+                "--snapshot {}: {}",
+                path.display(),
+                redaction::error_text(&error)
+            ))),
+        };
+    }
+    ClusterSource::detect(options.kubeconfig.clone(), options.context.clone())
+        .check()
+        .map_err(|e| LiveError::Source(error_text(&e)))
 }
 
 /// Checks every output path before anything is read or sent (see the module documentation):
@@ -358,12 +382,7 @@ impl Reader<'_> {
     /// The policy side (templates, Constraints, Namespaces) read whole, and the workloads to be
     /// read a page at a time.
     fn open(&self) -> Result<(ClusterState, Workloads), String> {
-        let spec = ReadSpec {
-            workload_kinds: self.config.workload_kinds.clone(),
-            constraint_kinds: self.config.constraint_kinds.clone(),
-            request_timeout: self.config.timeouts.api,
-            ..ReadSpec::default()
-        };
+        let spec = read_spec(self.config);
         match (&self.options.snapshot, self.source) {
             (Some(path), _) => {
                 let (state, pages) = cluster_projection::open_snapshot(path, &spec)
@@ -372,12 +391,9 @@ impl Reader<'_> {
             }
             (None, None) => Err("no cluster source and no snapshot".to_string()),
             (None, Some(source)) => {
-                let described = source.describe();
+                let (described, server) = (source.describe(), source.server());
                 let describe = move |e: &cluster_projection::ReadError| {
-                    format!(
-                        "failed to read the cluster ({described}): {}",
-                        error_text(e)
-                    )
+                    cluster_failure(&described, server.as_deref(), e)
                 };
                 let (state, pages) = self
                     .runtime
@@ -472,55 +488,82 @@ impl Reader<'_> {
     }
 }
 
-/// Reads what the config selects from the snapshot of `options`, or else from `source`; every
-/// error is a reason text.
-fn read_state(
-    config: &Config,
-    options: &LiveOptions,
-    source: Option<&ClusterSource>,
-    runtime: &tokio::runtime::Runtime,
-) -> Result<ClusterState, String> {
-    let spec = ReadSpec {
+/// What a run reads: the configured workload and Constraint kinds, within `timeouts.api`.
+fn read_spec(config: &Config) -> ReadSpec {
+    ReadSpec {
         workload_kinds: config.workload_kinds.clone(),
         constraint_kinds: config.constraint_kinds.clone(),
         request_timeout: config.timeouts.api,
         ..ReadSpec::default()
-    };
-    match (&options.snapshot, source) {
-        (Some(path), _) => {
-            let state = cluster_projection::read_snapshot(path)
-                .map_err(|e| format!("failed to read the snapshot: {}", error_text(&e)))?;
-            state
-                .restrict_to(&spec)
-                .map_err(|e| format!("snapshot {}: {}", path.display(), error_text(&e)))
-        }
-        (None, None) => Err("no cluster source and no snapshot".to_string()),
-        (None, Some(source)) => runtime
-            .block_on(cluster_projection::read_cluster(source, &spec))
-            .map_err(|e| {
-                format!(
-                    "failed to read the cluster ({}): {}",
-                    source.describe(),
-                    error_text(&e)
-                )
-            }),
     }
+}
+
+/// Reads what `spec` selects from the snapshot of `options`, or else from the cluster it names;
+/// every error is a reason text.
+fn read_state(spec: &ReadSpec, options: &LiveOptions) -> Result<ClusterState, String> {
+    if let Some(path) = &options.snapshot {
+        let state = cluster_projection::read_snapshot(path)
+            .map_err(|e| format!("failed to read the snapshot: {}", error_text(&e)))?;
+        return state
+            .restrict_to(spec)
+            .map_err(|e| format!("snapshot {}: {}", path.display(), error_text(&e)));
+    }
+    let source = ClusterSource::detect(options.kubeconfig.clone(), options.context.clone());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("failed to start the async runtime: {e}"))?;
+    runtime
+        .block_on(cluster_projection::read_cluster(&source, spec))
+        .map_err(|e| cluster_failure(&source.describe(), source.server().as_deref(), &e))
+}
+
+/// Why reading the cluster `described` failed; a refused connection names the server, as
+/// kubectl does (`cannot reach https://…:6443: connection refused`).
+fn cluster_failure(
+    described: &str,
+    server: Option<&str>,
+    error: &cluster_projection::ReadError,
+) -> String {
+    let mut cause: Option<&(dyn std::error::Error + 'static)> = Some(error);
+    while let Some(current) = cause {
+        if let Some(io) = current.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            let server = server.unwrap_or("the API server");
+            return format!(
+                "failed to read the cluster ({described}): cannot reach {server}: connection refused"
+            );
+        }
+        cause = current.source();
+    }
+    format!(
+        "failed to read the cluster ({described}): {}",
+        error_text(error)
+    )
 }
 
 /// What `workload-report explain` shows: which workload kinds each configured rule can see, and
 /// how, in the snapshot of `options` or the cluster (read as a run reads it).
 pub fn explain(config: &Config, options: &LiveOptions) -> Result<Coverage, String> {
-    let source = options
-        .snapshot
-        .is_none()
-        .then(|| ClusterSource::detect(options.kubeconfig.clone(), options.context.clone()));
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("failed to start the async runtime: {e}"))?;
-    let state = read_state(config, options, source.as_ref(), &runtime)?;
+    let state = read_state(&read_spec(config), options)?;
     coverage(&config.constraint_kinds, &config.workload_kinds, &state)
         .map_err(|e| format!("invalid ExpansionTemplates: {}", error_text(&e)))
+}
+
+/// The namespaces of the snapshot of `options` or of the cluster (read as a run reads them, no
+/// workload and no Constraint), sorted: what `workload-report routes` routes.
+pub fn namespaces(config: &Config, options: &LiveOptions) -> Result<Vec<String>, String> {
+    let spec = ReadSpec {
+        workload_kinds: Vec::new(),
+        constraint_kinds: Vec::new(),
+        request_timeout: config.timeouts.api,
+        ..ReadSpec::default()
+    };
+    let state = read_state(&spec, options)?;
+    let mut names: Vec<String> = state.namespaces.into_iter().map(|n| n.name).collect();
+    names.sort();
+    Ok(names)
 }
 
 fn audit_facts(state: &ClusterState) -> Result<Vec<ConstraintAudit>, String> {

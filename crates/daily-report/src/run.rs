@@ -5,7 +5,8 @@
 //! - **skipped**: collecting failed (API error, 410, missing Constraint kind, engine or gator
 //!   failure, foreign files in the work dir, any unexpected error or panic), or a panic anywhere
 //!   later (counting, rendering, delivery). Nothing is counted; every rule's audit check is
-//!   `"skipped"`; only the run line is pushed.
+//!   `"skipped"`; only the run line is pushed, and the problems message (with the reason) goes
+//!   to the default team whenever its webhook is usable.
 //! - **partial**: a team that gets a message has no webhook, an invalid one (`invalid URL`) or
 //!   its post failed; an audit check disagrees; or the Loki push failed (`loki push failed: …`).
 //! - **ok** otherwise.
@@ -47,7 +48,7 @@ use crate::audit::{
     ConstraintAudit, EXPANSION_SKIP_REASON, all_skipped, cross_check, of_them_errors,
 };
 use crate::config::{Config, Settings, humanize};
-use crate::count::{Finding, count, policy_errors};
+use crate::count::{Finding, count, fill_categories, policy_errors};
 use crate::history::compare;
 
 /// What collecting gives the run: the evaluation's results and the audit facts.
@@ -230,6 +231,8 @@ struct Run<'a> {
     started_at: Timestamp,
     log: Vec<String>,
     posted: BTreeSet<String>,
+    /// In a dry run, the teams whose digest would have been posted.
+    would_post: BTreeSet<String>,
     outcome: Outcome,
     warnings: Vec<String>,
 }
@@ -264,10 +267,17 @@ fn panic_text(panic: &(dyn Any + Send)) -> &str {
 impl<'a> Run<'a> {
     fn start(ctx: &RunContext<'a>, started_at: Timestamp) -> Run<'a> {
         let run_id = run_id(started_at);
-        let log = vec![format!(
+        let mut log = vec![format!(
             "run {run_id}: cluster {}, engine {}, dry run {}",
             ctx.config.cluster, ctx.engine, ctx.settings.dry_run
         )];
+        if ctx.settings.dry_run {
+            // What a dry run does, in its own words: it suppresses Slack only.
+            log.push(match &ctx.settings.loki_url {
+                Some(url) => format!("dry run: nothing posted to Slack; pushing the run to Loki at {url}"),
+                None => "dry run: nothing posted to Slack; no Loki URL: nothing pushed".to_string(),
+            });
+        }
         Run {
             config: ctx.config,
             settings: ctx.settings,
@@ -277,6 +287,7 @@ impl<'a> Run<'a> {
             started_at,
             log,
             posted: BTreeSet::new(),
+            would_post: BTreeSet::new(),
             outcome: Outcome::new(),
             warnings: Vec::new(),
         }
@@ -323,6 +334,7 @@ impl<'a> Run<'a> {
         };
         if counted {
             self.compare_with_previous_run(&mut report, delivery);
+            fill_categories(&mut report.teams, self.config);
         }
         let options = self.slack_options();
         let digests = if counted {
@@ -334,7 +346,7 @@ impl<'a> Run<'a> {
             self.deliver_digest(digest, delivery);
         }
         self.outcome.record(&mut report);
-        report.run.posted = self.posted.iter().cloned().collect();
+        self.record_posts(&mut report);
         report.run.finished_at = now().max(self.started_at);
         self.push_lines(&mut report, delivery);
         self.outcome.record(&mut report);
@@ -356,14 +368,33 @@ impl<'a> Run<'a> {
             .push(format!("run skipped: {}", self.outcome.reason()));
         let mut report = self.empty_report();
         self.outcome.record(&mut report);
-        report.run.posted = self.posted.iter().cloned().collect();
+        self.record_posts(&mut report);
         report.run.finished_at = now().max(self.started_at);
         if catch_unwind(AssertUnwindSafe(|| self.push_lines(&mut report, delivery))).is_err() {
             self.log
                 .push("loki: the push panicked, nothing pushed".to_string());
         }
         self.outcome.record(&mut report);
-        self.output(report, Vec::new(), None)
+        // Every failure reaches the default team: the problems message, with the reason.
+        let options = self.slack_options();
+        let sent = catch_unwind(AssertUnwindSafe(|| {
+            self.send_problems(&report, &options, delivery)
+        }));
+        let problems = sent.unwrap_or_else(|_| {
+            self.log.push(format!(
+                "problems not sent to {}: the post panicked",
+                self.config.default_team
+            ));
+            None
+        });
+        self.outcome.record(&mut report);
+        self.output(report, Vec::new(), problems)
+    }
+
+    /// Writes the teams posted (and in a dry run, those that would have been) into `report`.
+    fn record_posts(&self, report: &mut Report) {
+        report.run.posted = self.posted.iter().cloned().collect();
+        report.run.would_post = self.would_post.iter().cloned().collect();
     }
 
     fn output(
@@ -397,6 +428,7 @@ impl<'a> Run<'a> {
                 reason: String::new(),
                 dry_run: self.settings.dry_run,
                 posted: Vec::new(),
+                would_post: Vec::new(),
                 failed: Vec::new(),
                 audit_check,
                 previous_run_id: None,
@@ -407,6 +439,7 @@ impl<'a> Run<'a> {
             policy_errors,
             problems: Vec::new(),
             history: History::Unavailable,
+            categories: crate::count::category_names(self.config),
         }
     }
 
@@ -601,7 +634,7 @@ impl<'a> Run<'a> {
                 .outcome
                 .team_failed(team, format!("team {team}: {reason}")),
             Ok(_) if self.settings.dry_run => {
-                self.posted.insert(team.clone());
+                self.would_post.insert(team.clone());
                 self.log.push(format!(
                     "dry run: digest for {team} not posted ({} blocks)",
                     digest.message.blocks.len()

@@ -34,6 +34,10 @@ pub struct Report {
     pub problems: Vec<String>,
     /// What the run was compared with: the previous run, or why the change is unknown.
     pub history: History,
+    /// Every configured message category name and `other`, sorted: each `team_total` line
+    /// carries each of them with its count, 0 included (a `summary` line, those of its rule,
+    /// from [`RuleReport::categories`]).
+    pub categories: Vec<String>,
 }
 
 /// What a report's change counts (`new`, `fixed`) are relative to.
@@ -419,8 +423,11 @@ pub struct RunSummary {
     pub reason: String,
     /// Whether Slack posts were suppressed.
     pub dry_run: bool,
-    /// Teams whose digest was posted (or, in a dry run, would have been), sorted.
+    /// Teams whose digest was posted, sorted (empty in a dry run).
     pub posted: Vec<String>,
+    /// In a dry run, the teams whose digest would have been posted, sorted (absent otherwise).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub would_post: Vec<String>,
     /// Teams whose webhook was missing or invalid or whose post failed, sorted.
     pub failed: Vec<String>,
     /// Rule → audit cross-check.

@@ -92,23 +92,57 @@ impl SlackMessage {
 
     /// What a reader sees of the message, for a terminal: the text of each header and section
     /// block and the elements of each context block (joined by two spaces), one block per line;
-    /// the `text` fallback when no block has text.
+    /// the `text` fallback when no block has text. It is plain text: Slack's escapes are undone
+    /// and a link `<url|label>` reads `label (url)`.
     pub fn plain_text(&self) -> String {
         let parts: Vec<String> = self.blocks.iter().filter_map(block_text).collect();
         if parts.is_empty() {
-            return self.text.clone();
+            return unslack(&self.text);
         }
         parts.join("\n")
     }
 }
 
+/// Slack `mrkdwn` as a terminal shows it: every `<…>` is a link (escaped text has no bare `<`),
+/// written `label (url)` or `url`; `&lt;`, `&gt;` and `&amp;` are the characters again.
+fn unslack(text: &str) -> String {
+    let unescape = |t: &str| {
+        t.replace("&lt;", "<")
+            .replace("&gt;", ">")
+            .replace("&amp;", "&")
+    };
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(start) = rest.find('<') {
+        let Some(len) = rest[start..].find('>') else {
+            break;
+        };
+        out.push_str(&unescape(&rest[..start]));
+        let link = &rest[start + 1..start + len];
+        match link.split_once('|') {
+            Some((url, label)) => {
+                out.push_str(&format!("{} ({})", unescape(label), unescape(url)));
+            }
+            None => out.push_str(&unescape(link)),
+        }
+        rest = &rest[start + len + 1..];
+    }
+    out.push_str(&unescape(rest));
+    out
+}
+
 /// The visible text of one Block Kit block (`None` for a block without text).
 fn block_text(block: &Value) -> Option<String> {
     match block.get("type").and_then(Value::as_str)? {
-        "header" | "section" => block
+        // a header is plain text already; a section's text is mrkdwn
+        "header" => block
             .pointer("/text/text")
             .and_then(Value::as_str)
             .map(str::to_string),
+        "section" => block
+            .pointer("/text/text")
+            .and_then(Value::as_str)
+            .map(unslack),
         "context" => {
             let texts: Vec<&str> = block
                 .get("elements")
@@ -120,7 +154,7 @@ fn block_text(block: &Value) -> Option<String> {
                         .collect()
                 })
                 .unwrap_or_default();
-            Some(texts.join("  "))
+            Some(unslack(&texts.join("  ")))
         }
         _ => None,
     }
@@ -474,6 +508,12 @@ pub fn problems_message(
     if !run.posted.is_empty() {
         intro.push_str(&format!("\nPosted: {}", escape(&run.posted.join(", "))));
     }
+    if !run.would_post.is_empty() {
+        intro.push_str(&format!(
+            "\nWould post: {}",
+            escape(&run.would_post.join(", "))
+        ));
+    }
     if !run.failed.is_empty() {
         intro.push_str(&format!("\nFailed: {}", escape(&run.failed.join(", "))));
     }
@@ -674,11 +714,12 @@ fn rule_line(rule: &str, report: &RuleReport, room: usize) -> Option<String> {
         report.count,
         new_suffix(report.new)
     );
-    let show_categories =
-        report.categories.len() > 1 || report.categories.keys().any(|c| c != "other");
+    // the categories the rule's workloads are in (the Loki lines also carry the empty ones)
+    let present: Vec<(&String, &usize)> =
+        report.categories.iter().filter(|(_, n)| **n > 0).collect();
+    let show_categories = present.len() > 1 || present.iter().any(|(c, _)| *c != "other");
     if show_categories {
-        let parts: Vec<String> = report
-            .categories
+        let parts: Vec<String> = present
             .iter()
             .map(|(category, n)| format!("{} {n}", escape(category)))
             .collect();
@@ -801,6 +842,7 @@ fn section(text: &str) -> Value {
 }
 
 /// Escapes Slack's control characters in mrkdwn text.
+/// Slack's escaping of text (undone by [`unslack`]).
 fn escape(text: &str) -> String {
     text.replace('&', "&amp;")
         .replace('<', "&lt;")

@@ -81,7 +81,17 @@ fn plain_text_is_each_block_s_visible_text_on_its_own_line() {
         .iter()
         .map(|e| e["text"].as_str().unwrap())
         .collect();
-    assert!(text.ends_with(&elements.join("  ")), "{text}");
+    // … with each link `<url|label>` written `label (url)`.
+    let last = text.lines().last().unwrap();
+    assert_eq!(last.split("  ").count(), elements.len(), "{text}");
+    for (shown, element) in last.split("  ").zip(&elements) {
+        let (url, label) = element
+            .trim_start_matches('<')
+            .trim_end_matches('>')
+            .split_once('|')
+            .unwrap();
+        assert_eq!(shown, format!("{label} ({url})"));
+    }
     // Without blocks, the fallback text.
     let bare = SlackMessage {
         text: "fallback".into(),
@@ -369,6 +379,7 @@ fn skipped_run_report_renders_no_team_digest() {
         policy_errors: vec![],
         problems: vec!["api error".into()],
         history: History::Unavailable,
+        categories: vec!["other".into()],
     };
     assert!(SlackSink::new(options()).render(&report).is_empty());
 }
@@ -583,5 +594,23 @@ fn fixed_workloads_are_counted_and_named_up_to_the_cap() {
     assert_eq!(
         message.blocks[0]["text"]["text"],
         "Workload policy report: web — 0 new, 15 fixed since 2026-11-29 07:31 UTC"
+    );
+}
+
+#[test]
+fn plain_text_undoes_slack_escapes_and_writes_links_out() {
+    let message = SlackMessage {
+        text: "fallback".into(),
+        blocks: vec![
+            serde_json::json!({"type": "section", "text": {"type": "mrkdwn",
+                "text": "replicas &gt; 3 &amp; &lt;none&gt; in `a&amp;b`"}}),
+            serde_json::json!({"type": "context", "elements": [
+                {"type": "mrkdwn", "text": "<https://grafana.example.com/d/x?a=1&amp;b=2|Open &amp; see>"},
+                {"type": "mrkdwn", "text": "<https://git.example.com>"}]}),
+        ],
+    };
+    assert_eq!(
+        message.plain_text(),
+        "replicas > 3 & <none> in `a&b`\nOpen & see (https://grafana.example.com/d/x?a=1&b=2)  https://git.example.com"
     );
 }

@@ -280,9 +280,17 @@ fn dry_run_from_the_env_posts_nothing_but_still_fails_a_missing_webhook() {
     assert!(delivery.posts.is_empty(), "a dry run posts nothing");
     assert_eq!(delivery.pushes.len(), 1, "a dry run still pushes to Loki");
     assert_eq!(out.report.run.status, RunStatus::Partial);
-    assert_eq!(out.report.run.posted, ["web"]);
+    assert!(out.report.run.posted.is_empty(), "a dry run posts no one");
+    assert_eq!(out.report.run.would_post, ["web"]);
     assert_eq!(out.report.run.failed, ["raster"]);
     assert!(out.report.run.dry_run);
+    assert!(
+        out.log
+            .iter()
+            .any(|l| l.starts_with("dry run: nothing posted to Slack; pushing the run to Loki at ")),
+        "{:?}",
+        out.log
+    );
     assert_eq!(
         out.digests.len(),
         2,
@@ -562,7 +570,21 @@ fn a_panic_while_delivering_skips_the_run_and_still_pushes_the_run_line() {
         "unexpected error: poster crashed on [redacted]"
     );
     assert_eq!(out.report.run.posted, ["raster"], "what was posted before");
-    assert!(out.digests.is_empty() && out.problems.is_none());
+    assert!(out.digests.is_empty());
+    // every failure reaches the default team, with the run's reason
+    let problems = out.problems.as_ref().expect("a problems message");
+    assert!(
+        problems
+            .plain_text()
+            .contains("unexpected error: poster crashed on [redacted]"),
+        "{}",
+        problems.plain_text()
+    );
+    let default_team = config.default_team.as_str();
+    assert_eq!(
+        delivery.posts.last().map(|(team, _)| team.as_str()),
+        Some(default_team)
+    );
     assert!(out.report.teams.is_empty());
     assert_every_audit_check_skipped(&out);
     // The run line still reaches Loki (and stdout, through the output).
@@ -572,6 +594,32 @@ fn a_panic_while_delivering_skips_the_run_and_still_pushes_the_run_line() {
     assert!(!everything(&out, &delivery).contains(HOOK_PATH));
     let line: serde_json::Value = serde_json::from_str(&out.run_line()).unwrap();
     assert_eq!(line["status"], "skipped");
+}
+
+#[test]
+fn a_panic_while_posting_the_problems_is_logged_and_the_run_line_still_returned() {
+    let config = config();
+    // raster has no webhook: the run is partial, so the default team gets a problems message
+    let settings = settings(
+        &config,
+        &[("INFRA_WEBHOOK", &hook("infra")), ("WEB_WEBHOOK", &hook("web"))],
+    );
+    let default_team: &'static str = Box::leak(config.default_team.clone().into_boxed_str());
+    let mut delivery = Recorder {
+        panic_on: Some(default_team),
+        ..Recorder::default()
+    };
+    let out = run_with(&config, &settings, || Ok(collected()), &mut delivery);
+    assert_eq!(out.report.run.status, RunStatus::Skipped);
+    assert!(out.problems.is_none());
+    assert!(
+        out.log
+            .iter()
+            .any(|l| l == &format!("problems not sent to {default_team}: the post panicked")),
+        "{:?}",
+        out.log
+    );
+    assert!(!everything(&out, &delivery).contains(HOOK_PATH));
 }
 
 #[test]

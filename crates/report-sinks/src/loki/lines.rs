@@ -220,7 +220,7 @@ fn lines_after_run(report: &Report) -> impl Iterator<Item = Line<'_>> {
     let teams = report
         .teams
         .iter()
-        .flat_map(move |(team, tr)| team_lines(run_id, history, team, tr));
+        .flat_map(move |(team, tr)| team_lines(run_id, history, team, tr, &report.categories));
     errors.chain(teams)
 }
 
@@ -230,6 +230,7 @@ fn team_lines<'r>(
     history: &'r History,
     team: &'r str,
     tr: &'r TeamReport,
+    category_names: &'r [String],
 ) -> impl Iterator<Item = Line<'r>> {
     let per_rule = tr.namespaces.iter().flat_map(move |(namespace, ns)| {
         ns.rules.iter().flat_map(move |(rule, rr)| {
@@ -244,18 +245,29 @@ fn team_lines<'r>(
         (
             team,
             "team_total",
-            team_total_line(run_id, history, team, tr),
+            team_total_line(run_id, history, team, tr, category_names),
         )
     }))
 }
 
 /// A team's total line: its counts and the violations per rule.
-fn team_total_line(run_id: &str, history: &History, team: &str, tr: &TeamReport) -> Value {
+fn team_total_line(
+    run_id: &str,
+    history: &History,
+    team: &str,
+    tr: &TeamReport,
+    category_names: &[String],
+) -> Value {
     let mut rules: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut categories: BTreeMap<&str, usize> =
+        category_names.iter().map(|c| (c.as_str(), 0)).collect();
     for ns in tr.namespaces.values() {
         for (rule, rr) in &ns.rules {
             if rr.count > 0 {
                 *rules.entry(rule).or_default() += rr.count;
+            }
+            for (category, n) in &rr.categories {
+                *categories.entry(category).or_default() += n;
             }
         }
     }
@@ -267,6 +279,7 @@ fn team_total_line(run_id: &str, history: &History, team: &str, tr: &TeamReport)
         "errors": tr.errors(),
         "namespaces": tr.violating_namespaces(),
         "rules": rules,
+        "categories": categories,
         "new": change(history, tr.new_count()),
         "fixed": change(history, tr.fixed_count()),
     })

@@ -28,6 +28,7 @@ pub fn run() -> RunSummary {
         reason: String::new(),
         dry_run: false,
         posted: vec![],
+        would_post: vec![],
         failed: vec![],
         audit_check: BTreeMap::from([
             (
@@ -144,6 +145,7 @@ pub fn report() -> Report {
         policy_errors: vec![],
         problems: vec![],
         history: History::Unavailable,
+        categories: vec!["invalid".into(), "missing".into(), "other".into()],
     }
 }
 
