@@ -11,7 +11,8 @@
 //! (binary copied in, user, workdir, entrypoint, cmd); [`workload_report`] is this project's
 //! image, which a test compares with the repository's `Dockerfile` so the two cannot drift.
 //!
-//! Pure: no file or process I/O; the caller reads the files and writes the archive.
+//! Pure but for [`workload_report::from_host`], which reads the binary, the libraries `ldd`
+//! names and the CA bundle from this machine; the caller writes the archive.
 
 mod archive;
 pub mod dockerfile;
