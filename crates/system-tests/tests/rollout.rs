@@ -150,7 +150,14 @@ impl Rollout {
     /// Step 1: the local dry run through the kubeconfig, then the `--work` rerun.
     fn before_deploying(&self) {
         let step = Step::start("1 before deploying (dry run from outside, --work rerun)");
-        let config = workspace::root().join(DEMO_CONFIG);
+        // The demo config, with the tenant Grafana's datasource would send.
+        let mut demo: Value = serde_yaml::from_str(
+            &std::fs::read_to_string(workspace::root().join(DEMO_CONFIG)).unwrap(),
+        )
+        .unwrap();
+        demo["loki"]["tenant"] = json!(LIVE_TENANT);
+        let config = self.dir.path().join("demo-config.yaml");
+        std::fs::write(&config, serde_yaml::to_string(&demo).unwrap()).unwrap();
         let mut env = self.webhook_env();
         env.insert("LOKI_URL".into(), self.loki().url());
         let fake_loki = test_support::loki::LokiServer::start();
