@@ -403,8 +403,49 @@ impl Rollout {
             lines.to_string().contains(&run_id),
             "Loki holds no run line of run {run_id} under {RUN_SELECTOR}: {lines}"
         );
+        // The missing-run alert's Loki part (refId A, as installed) counts the runs now (the two
+        // of step 1 and this Job's), and none ten minutes before the test.
+        let missing = self.alert_query("workload-report-missing", "A");
+        let count = |at: i128| -> String {
+            let result = self.loki().query(LIVE_TENANT, &missing, at);
+            result[0]["value"][1]
+                .as_str()
+                .unwrap_or_default()
+                .to_string()
+        };
+        assert_eq!(count(now), "3", "{missing} now");
+        assert_eq!(
+            count(now - 600_000_000_000),
+            "0",
+            "{missing} ten minutes ago"
+        );
         step.done(&self.node);
         run_line
+    }
+
+    /// The installed alert rule `uid`'s query of `ref_id`.
+    fn alert_query(&self, uid: &str, ref_id: &str) -> String {
+        let key = "workload-report-alert-rules.yaml";
+        let rules = self.node.kube().get(&format!(
+            "/api/v1/namespaces/{NAMESPACE}/configmaps/{RELEASE}-alert-rules"
+        ));
+        let file: Value =
+            serde_yaml::from_str(rules["data"][key].as_str().unwrap_or_default()).unwrap();
+        let rule = file["groups"][0]["rules"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|r| r["uid"] == uid)
+            .unwrap_or_else(|| panic!("no alert rule {uid}: {file:?}"))
+            .clone();
+        rule["data"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|d| d["refId"] == ref_id)
+            .and_then(|d| d["model"]["expr"].as_str())
+            .unwrap_or_else(|| panic!("rule {uid} has no query {ref_id}"))
+            .to_string()
     }
 
     /// Step 4: with a schedule of every minute the CronJob starts the next Job itself.

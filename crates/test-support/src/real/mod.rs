@@ -14,6 +14,7 @@ pub mod kube;
 pub mod loki;
 pub mod node;
 pub mod process;
+pub mod prometheus;
 pub mod tools;
 
 pub use fixtures::read_objects;
