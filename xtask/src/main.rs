@@ -15,7 +15,7 @@
 //! - `image [--tag REF] [--out PATH]`: the CronJob's image as a docker-archive, built without a
 //!   registry (see `image.rs`); prints its image ID.
 //!
-//! The real servers (kube-apiserver + etcd, Loki, gator) come from `$REAL_SERVERS_DIR` or
+//! The real servers (kube-apiserver + etcd, Loki, gator, the kube-node tarball) come from `$REAL_SERVERS_DIR` or
 //! `../shared/tools` (see `test_support::real`); `test` says loudly which checks did not run
 //! without them, and fails under `CI=true`.
 
@@ -130,7 +130,8 @@ fn real_servers_missing() -> Result<Option<String>> {
         "real-servers-missing",
         "--",
         "the real-server tests (`real_*` in cluster-projection, report-sinks, gator-runner and \
-         workload-report; system-tests' chart_live and gator parity)",
+         workload-report; system-tests' chart_live, rollout, alert_gate_prometheus and gator \
+         parity; test-support's real_node)",
     ])?;
     let line = line.trim().to_string();
     if !ok {
