@@ -13,8 +13,10 @@
 //!   the gator at PATH).
 //! - `opa-diff [--record]`: the live-OPA test (`--record` rewrites OPA's recorded answers).
 //! - `tidy`: repository conventions.
+//! - `image [--tag REF] [--out PATH]`: the CronJob's image as a docker-archive, built without a
+//!   registry (see `image.rs`); prints its image ID.
 //!
-//! The real servers (kube-apiserver + etcd, Loki, gator) come from `$REAL_SERVERS_DIR` or
+//! The real servers (kube-apiserver + etcd, Loki, gator, the kube-node tarball) come from `$REAL_SERVERS_DIR` or
 //! `../shared/tools` (see `test_support::real`); `test` says loudly which checks did not run
 //! without them, and fails under `CI=true`.
 
@@ -22,6 +24,7 @@ mod bench;
 mod bench_jobcheck;
 mod fixtures;
 mod fixtures_cluster;
+mod image;
 mod tidy;
 mod util;
 
@@ -54,6 +57,7 @@ fn run(args: Vec<String>) -> Result<()> {
         [bench::MEASURE, name, program, rest @ ..] => bench::measure(name, program, rest),
         [bench_jobcheck::MEASURE, jobcheck, corpus] => bench_jobcheck::measure(jobcheck, corpus),
         ["tidy"] => tidy::check(),
+        ["image", rest @ ..] => image::run(rest),
         ["chart"] => util::tests(SYSTEM_TESTS, &CHART_TESTS, &[]),
         ["parity"] => parity(&[]),
         ["parity", "--gator", path] => parity(&[("GATOR_BIN", path)]),
@@ -62,7 +66,7 @@ fn run(args: Vec<String>) -> Result<()> {
             util::tests(SYSTEM_TESTS, &["opa_live"], &[("OPA_DIFF_RECORD", "1")])
         }
         _ => bail!(
-            "usage: cargo xtask test | fixtures [--check] | bench <{}> | tidy | chart | parity [--gator PATH] | opa-diff [--record]",
+            "usage: cargo xtask test | fixtures [--check] | bench <{}> | tidy | image [--tag REF] [--out PATH] | chart | parity [--gator PATH] | opa-diff [--record]",
             bench::NAMES.join("|")
         ),
     }
@@ -128,7 +132,8 @@ fn real_servers_missing() -> Result<Option<String>> {
         "real-servers-missing",
         "--",
         "the real-server tests (`real_*` in cluster-projection, report-sinks, gator-runner and \
-         workload-report; system-tests' chart_live and gator parity)",
+         workload-report; system-tests' chart_live, rollout, alert_gate_prometheus and gator \
+         parity; test-support's real_node)",
     ])?;
     let line = line.trim().to_string();
     if !ok {

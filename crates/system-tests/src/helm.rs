@@ -185,3 +185,48 @@ fn sdk_release(case: &SdkCase) -> Result<Release> {
     }
     Ok(Release { objects, notes })
 }
+
+/// What [`release_action`] does.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReleaseAction {
+    /// `helm install --create-namespace`.
+    Install,
+    /// `helm upgrade` (the values given replace the release's).
+    Upgrade,
+    /// `helm uninstall --wait`.
+    Uninstall,
+}
+
+#[derive(Deserialize)]
+struct ReleaseResponse {
+    ok: bool,
+    #[serde(default)]
+    error: String,
+}
+
+/// Installs, upgrades or uninstalls `release` of `chart` in the cluster of `kubeconfig` with the
+/// pinned SDK (`python/helm_release.py`); Helm's error as the error.
+pub fn release_action(
+    action: ReleaseAction,
+    kubeconfig: &Path,
+    chart: &Path,
+    release: &str,
+    namespace: &str,
+    values: &Value,
+) -> Result<()> {
+    let python = SDK.python()?;
+    let action_name = match action {
+        ReleaseAction::Install => "install",
+        ReleaseAction::Upgrade => "upgrade",
+        ReleaseAction::Uninstall => "uninstall",
+    };
+    let request = json!({
+        "action": action_name, "kubeconfig": kubeconfig, "chart": chart,
+        "release": release, "namespace": namespace, "values": values
+    });
+    let response: ReleaseResponse = venv::call_script(&python, "helm_release.py", &request)?;
+    if !response.ok {
+        bail!("helm {action_name} {release}: {}", response.error);
+    }
+    Ok(())
+}

@@ -46,6 +46,12 @@ const FIELD_MANAGER: &str = "test-support";
 pub struct KubeOptions {
     /// `--feature-gates` entries, e.g. `ListFromCacheSnapshot=false`.
     pub feature_gates: Vec<String>,
+    /// `--authorization-mode` (default `RBAC`); the node uses `Node,RBAC`.
+    pub authorization_mode: Option<String>,
+    /// More `tokens.csv` lines (`token,user,uid,"group"`): the node's components.
+    pub extra_tokens: Vec<String>,
+    /// More API server flags.
+    pub extra_args: Vec<String>,
 }
 
 /// A running etcd + kube-apiserver; dropping it stops both.
@@ -159,6 +165,27 @@ impl RealKube {
         let path = dir.join("kubeconfig");
         std::fs::write(&path, text).unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
         path
+    }
+
+    /// Writes a kubeconfig (server, CA, `token`) to `path`.
+    pub fn write_kubeconfig_at(&self, path: &Path, token: &str) {
+        std::fs::write(path, kubeconfig_text(&self.url(), &self.ca_path(), token))
+            .unwrap_or_else(|e| panic!("write {}: {e}", path.display()));
+    }
+
+    /// The API server's port.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The private key that signs ServiceAccount tokens (PEM), for a controller-manager.
+    pub fn service_account_key_path(&self) -> PathBuf {
+        self.dir.path().join("sa.key")
+    }
+
+    /// The API server's log so far, with `what` (for a failure message).
+    pub fn failure(&self, what: &str) -> String {
+        self.apiserver.failure(what)
     }
 
     /// Writes a ServiceAccount mount (`token`, `ca.crt`) into `dir`, as a Pod sees it under
@@ -525,7 +552,12 @@ fn attempt(tools: &Extracted, options: &KubeOptions) -> Result<RealKube, NotRead
 
     let admin_token = random_token("admin");
     let reader_token = random_token(READER_USER);
-    write_credentials(dir.path(), &admin_token, &reader_token);
+    write_credentials(
+        dir.path(),
+        &admin_token,
+        &reader_token,
+        &options.extra_tokens,
+    );
     let mut args: Vec<OsString> = [
         format!("--etcd-servers={etcd_url}"),
         "--bind-address=127.0.0.1".into(),
@@ -536,7 +568,10 @@ fn attempt(tools: &Extracted, options: &KubeOptions) -> Result<RealKube, NotRead
         "--service-account-key-file=sa.pub".into(),
         "--service-account-signing-key-file=sa.key".into(),
         "--token-auth-file=tokens.csv".into(),
-        "--authorization-mode=RBAC".into(),
+        format!(
+            "--authorization-mode={}",
+            options.authorization_mode.as_deref().unwrap_or("RBAC")
+        ),
         "--service-cluster-ip-range=10.96.0.0/24".into(),
         "--enable-priority-and-fairness=false".into(),
         // Compaction only when a test asks for it, so a list never expires by chance.
@@ -545,6 +580,7 @@ fn attempt(tools: &Extracted, options: &KubeOptions) -> Result<RealKube, NotRead
     .into_iter()
     .map(OsString::from)
     .collect();
+    args.extend(options.extra_args.iter().map(OsString::from));
     if !options.feature_gates.is_empty() {
         args.push(format!("--feature-gates={}", options.feature_gates.join(",")).into());
     }
@@ -603,17 +639,18 @@ async fn admin_client(path: &Path) -> Result<kube::Client, String> {
 }
 
 /// `sa.key`/`sa.pub` (an ECDSA P-256 pair for ServiceAccount tokens) and `tokens.csv`.
-fn write_credentials(dir: &Path, admin_token: &str, reader_token: &str) {
+fn write_credentials(dir: &Path, admin_token: &str, reader_token: &str, extra: &[String]) {
     let key = rcgen::KeyPair::generate().expect("generate the service-account key");
     std::fs::write(dir.join("sa.key"), key.serialize_pem()).expect("write sa.key");
     std::fs::write(dir.join("sa.pub"), key.public_key_pem()).expect("write sa.pub");
-    std::fs::write(
-        dir.join("tokens.csv"),
-        format!(
-            "{admin_token},admin,admin,\"system:masters\"\n{reader_token},{READER_USER},{READER_USER},\n"
-        ),
-    )
-    .expect("write tokens.csv");
+    let mut tokens = format!(
+        "{admin_token},admin,admin,\"system:masters\"\n{reader_token},{READER_USER},{READER_USER},\n"
+    );
+    for line in extra {
+        tokens.push_str(line);
+        tokens.push('\n');
+    }
+    std::fs::write(dir.join("tokens.csv"), tokens).expect("write tokens.csv");
 }
 
 fn kubeconfig_text(url: &str, ca: &Path, token: &str) -> String {
@@ -628,7 +665,7 @@ fn kubeconfig_text(url: &str, ca: &Path, token: &str) -> String {
 }
 
 /// A token unique to this process and moment (the servers live on loopback for one test).
-fn random_token(user: &str) -> String {
+pub(crate) fn random_token(user: &str) -> String {
     use sha2::{Digest, Sha256};
     static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let nanos = std::time::SystemTime::now()

@@ -4,7 +4,8 @@
 //!
 //! The folder holds one sub-folder per tool: `kube/` (`kube-apiserver-etcd-*.tar.gz` with
 //! `kube-apiserver` and `etcd`, plus `crds/` with Gatekeeper's CRDs), `loki/`
-//! (`loki-*.tar.gz` with `loki`) and `gator/` (`gator-*.tar.gz` with `gator`).
+//! (`loki-*.tar.gz` with `loki`), `gator/` (`gator-*.tar.gz` with `gator`) and `kube-node/`
+//! (`kube-node-*.tar.gz` with `kubelet`, `kube-controller-manager`, `kube-scheduler`, `pause`).
 //!
 //! [`require`] is what a test calls first: it returns the extracted tool, or — when the tarball is
 //! not there — fails the test under `CI=true` and otherwise prints one loud line saying which
@@ -27,11 +28,13 @@ pub enum Tool {
     Loki,
     /// Gatekeeper's `gator`.
     Gator,
+    /// The rest of a node: kubelet, kube-controller-manager, kube-scheduler and `pause`.
+    KubeNode,
 }
 
 impl Tool {
     /// Every tool, in a fixed order.
-    pub const ALL: [Tool; 3] = [Tool::Kube, Tool::Loki, Tool::Gator];
+    pub const ALL: [Tool; 4] = [Tool::Kube, Tool::Loki, Tool::Gator, Tool::KubeNode];
 
     /// The sub-folder of the tools folder.
     pub fn folder(self) -> &'static str {
@@ -39,6 +42,7 @@ impl Tool {
             Tool::Kube => "kube",
             Tool::Loki => "loki",
             Tool::Gator => "gator",
+            Tool::KubeNode => "kube-node",
         }
     }
 
@@ -48,6 +52,7 @@ impl Tool {
             Tool::Kube => "kube-apiserver + etcd",
             Tool::Loki => "Loki",
             Tool::Gator => "gator",
+            Tool::KubeNode => "kubelet + controller-manager + scheduler",
         }
     }
 
@@ -57,6 +62,7 @@ impl Tool {
             Tool::Kube => "kube-apiserver-etcd-",
             Tool::Loki => "loki-",
             Tool::Gator => "gator-",
+            Tool::KubeNode => "kube-node-",
         }
     }
 
@@ -66,6 +72,12 @@ impl Tool {
             Tool::Kube => &["kube-apiserver", "etcd"],
             Tool::Loki => &["loki"],
             Tool::Gator => &["gator"],
+            Tool::KubeNode => &[
+                "kubelet",
+                "kube-controller-manager",
+                "kube-scheduler",
+                "pause",
+            ],
         }
     }
 }
@@ -210,6 +222,16 @@ pub fn in_ci() -> bool {
     std::env::var("CI").is_ok_and(|v| v.eq_ignore_ascii_case("true") || v == "1")
 }
 
+/// Fails the test (under CI) or prints `line` and returns `None`: what a test does when
+/// something it needs is missing.
+pub fn skip_or_fail<T>(line: String) -> Option<T> {
+    if in_ci() {
+        panic!("{line}");
+    }
+    eprintln!("{line}");
+    None
+}
+
 /// The one loud line printed when real-server tests cannot run.
 pub fn skip_line(what: &str, missing: &[(Tool, String)]) -> String {
     let tools: Vec<String> = missing
@@ -218,7 +240,7 @@ pub fn skip_line(what: &str, missing: &[(Tool, String)]) -> String {
         .collect();
     format!(
         "!!! REAL SERVERS MISSING: {what} did not run: {}. Set {DIR_ENV} to a folder with \
-         kube/, loki/ and gator/ tarballs (or place them in ../shared/tools) to run them; \
+         kube/, loki/, gator/ and kube-node/ tarballs (or place them in ../shared/tools) to run them; \
          under CI=true this fails",
         tools.join("; ")
     )
