@@ -248,7 +248,9 @@ fn every_fixture_gets_the_api_servers_verdict_and_message() {
                 policy.name(),
                 text(object, "/kind"),
                 text(object, "/metadata/name"),
-                server.as_ref().map_or("admitted".to_owned(), |(d, r)| format!("{r}: {d}"))
+                server
+                    .as_ref()
+                    .map_or("admitted".to_owned(), |(d, r)| format!("{r}: {d}"))
             ));
             if let Some(mismatch) = compare(&findings, server) {
                 mismatches.push(format!(
