@@ -251,6 +251,7 @@ async fn real_expired_continue_after_etcd_compaction_is_list_expired() {
     // server whose snapshot of the list is gone; etcd compaction then expires the token.
     let options = KubeOptions {
         feature_gates: vec!["ListFromCacheSnapshot=false".into()],
+        ..KubeOptions::default()
     };
     let Some(kube) = start(
         "real_expired_continue_after_etcd_compaction_is_list_expired",
