@@ -220,7 +220,9 @@ fn pages_of_long_violation_lines_stop_at_the_kept_text_cap_within_the_memory_lim
 
 #[tokio::test]
 async fn a_read_slower_than_its_timeout_ends_at_the_timeout() {
-    // every page is a full 5,000 lines of the run (100,000 violations): twenty 1 MiB pages
+    // The first page of violations comes at once, the next never: the read must end at its
+    // timeout however fast this machine parses (a fast machine read all twenty pages of an
+    // earlier version of this test inside the timeout and hit the violation cap instead).
     let line = serde_json::json!({"type": "violation", "runId": "earlier", "team": "web",
         "namespace": "web-shop", "rule": "K8sRequiredLabels", "kind": "Deployment",
         "name": "api", "category": "missing", "message": "m", "new": null})
@@ -236,6 +238,7 @@ async fn a_read_slower_than_its_timeout_ends_at_the_timeout() {
             ),
         ),
         answer(1, 1, &values(5000, EARLIER + 1, &line)),
+        SinkReply::Hang,
     ]);
     let timeout = Duration::from_millis(300);
     let started = Instant::now();
