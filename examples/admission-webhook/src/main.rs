@@ -48,7 +48,13 @@ fn main() -> ExitCode {
 fn run(args: Args) -> anyhow::Result<()> {
     let policy = config::load_policy(&args.policy_file)?;
     let tls = config::load_tls(&args.tls_cert, &args.tls_key)?;
+    let limits = server::Limits::default();
+    // Judging is the only blocking work: one thread per review judged at once, so that freed
+    // memory is kept by no more threads' allocator arenas than reviews run at once.
+    // Two workers serve every connection of a webhook sized for 128Mi, on any node's cores.
     let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .max_blocking_threads(limits.max_reviews_at_once.max(1))
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
@@ -63,7 +69,7 @@ fn run(args: Args) -> anyhow::Result<()> {
         writeln!(stdout, "listening on https://{address}")?;
         stdout.flush()?;
         drop(stdout);
-        server::serve(listener, tls, Arc::new(policy), server::Limits::default()).await;
+        server::serve(listener, tls, Arc::new(policy), limits).await;
         Ok(())
     })
 }

@@ -50,7 +50,8 @@ pub struct Limits {
     /// Reviews read and judged at once: 2. A review's peak is its body and one JSON value of
     /// its object, at most [`crate::review::MAX_JSON_VALUES`] values (31 MiB for the worst 3 MiB
     /// body, measured by the end-to-end test), so two of them stay within the README
-    /// Deployment's 128Mi with the connections' memory. A
+    /// Deployment's 128Mi with the connections' memory (the binary runs them on as many
+    /// blocking threads, so no more allocator arenas keep what they freed). A
     /// review waits for its turn within [`Limits::request_timeout`], then gets 503; the API
     /// server's `--max-requests-inflight` bounds its own work the same way.
     pub max_reviews_at_once: usize,
@@ -164,7 +165,12 @@ async fn validate(
         )
     };
     let body = Limited::new(request.into_body(), limits.max_body_bytes);
-    let body = match tokio::time::timeout(limits.request_timeout, read_body(body)).await {
+    let body = match tokio::time::timeout(
+        limits.request_timeout,
+        read_body(body, limits.max_body_bytes),
+    )
+    .await
+    {
         Err(_) => {
             return text(
                 StatusCode::REQUEST_TIMEOUT,
@@ -199,11 +205,14 @@ async fn validate(
     }
 }
 
-/// The body in one buffer, grown as it arrives (never collected in frames and copied again).
+/// The body in one buffer, sized up front from its `Content-Length` (within the cap) and grown as
+/// it arrives otherwise: never collected in frames and copied again.
 async fn read_body(
     mut body: Limited<Incoming>,
+    cap: usize,
 ) -> Result<Vec<u8>, Box<dyn std::error::Error + Send + Sync>> {
-    let mut buffer = Vec::new();
+    let announced = usize::try_from(hyper::body::Body::size_hint(&body).lower()).unwrap_or(cap);
+    let mut buffer = Vec::with_capacity(announced.min(cap));
     while let Some(frame) = body.frame().await {
         if let Ok(data) = frame?.into_data() {
             buffer.extend_from_slice(&data);

@@ -376,23 +376,26 @@ async fn big_reviews_at_once_stay_within_the_deployment_memory_limit() {
     let (peak, _) = memory(&webhook);
     let one = peak.saturating_sub(before);
     // more than the reviews judged at once, sent together: they take turns
+    // twice: the memory freed by one round must be what the next one uses
     let send_big = || send(&webhook, "POST", "/validate", body.clone());
-    let answers = tokio::join!(
-        send_big(),
-        send_big(),
-        send_big(),
-        send_big(),
-        send_big(),
-        send_big()
-    );
-    for (status, answer) in [
-        answers.0, answers.1, answers.2, answers.3, answers.4, answers.5,
-    ] {
-        assert_eq!(status, 200, "{answer}");
+    for _ in 0..2 {
+        let answers = tokio::join!(
+            send_big(),
+            send_big(),
+            send_big(),
+            send_big(),
+            send_big(),
+            send_big()
+        );
+        for (status, answer) in [
+            answers.0, answers.1, answers.2, answers.3, answers.4, answers.5,
+        ] {
+            assert_eq!(status, 200, "{answer}");
+        }
     }
     let (peak, _) = memory(&webhook);
     eprintln!(
-        "one 3 MiB review raised the peak RSS by {} MiB; six at once peaked at {} MiB (from {} MiB)",
+        "one 3 MiB review raised the peak RSS by {} MiB; two rounds of six at once peaked at {} MiB (from {} MiB)",
         one >> 20,
         peak >> 20,
         before >> 20

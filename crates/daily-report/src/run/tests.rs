@@ -1100,6 +1100,20 @@ fn unreadable_history_changes_nothing_but_the_words_and_the_log_says_why() {
             })),
             "history unavailable: server answered HTTP 502",
         ),
+        // the read's memory limits
+        (
+            HistoryError::Query(report_sinks::loki::QueryError::Answer(
+                report_sinks::loki::query::AnswerError::TooManyLines { limit: 100 },
+            )),
+            "history unavailable: the answer holds more than the 100 lines asked for",
+        ),
+        (
+            HistoryError::TooMuchText {
+                run_id: "earlier".into(),
+                cap_bytes: 64 << 20,
+            },
+            "history unavailable: the previous run earlier's violation lines hold more than 67108864 bytes",
+        ),
     ];
     for (fault, logged) in faults {
         let mut delivery = Recorder {
