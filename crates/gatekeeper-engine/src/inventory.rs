@@ -83,6 +83,7 @@ impl InventoryBuilder {
                 .insert(name.to_string(), to_rego(object));
         }
         if api_version == "v1" && kind == "Namespace" {
+            check_namespace(object)?;
             self.namespaces
                 .insert(name.to_string(), NamespaceInfo::from_object(object));
         }
@@ -121,6 +122,37 @@ impl InventoryBuilder {
 }
 
 /// The framework refuses inventory objects without a version or a kind.
+/// gator caches every Namespace as a typed `corev1.Namespace` (Go's unstructured converter:
+/// unknown keys ignored, `null` the zero value, wrong types refused) and ends the whole input
+/// with this error when one does not convert — a label that is a number, `labels` a string.
+/// k8s-openapi's `Namespace` is the typed check here; `null`s are dropped first.
+fn check_namespace(object: &Value) -> Result<(), EngineError> {
+    fn drop_nulls(value: &mut Value) {
+        match value {
+            Value::Object(map) => {
+                map.retain(|_, v| !v.is_null());
+                map.values_mut().for_each(drop_nulls);
+            }
+            Value::Array(items) => {
+                items.retain(|v| !v.is_null());
+                items.iter_mut().for_each(drop_nulls);
+            }
+            _ => {}
+        }
+    }
+    let mut typed = object.clone();
+    drop_nulls(&mut typed);
+    if serde_json::from_value::<k8s_openapi::api::core::v1::Namespace>(typed).is_ok() {
+        return Ok(());
+    }
+    Err(EngineError::Data {
+        gvk: "/v1, Kind=Namespace".to_string(),
+        reason: format!(
+            "{ADMISSION_TARGET}: cannot cache non-namespace type: cannot cache Namespace: nil"
+        ),
+    })
+}
+
 fn check_gvk(api_version: &str, kind: &str, name: &str) -> Result<(), EngineError> {
     let (_, version) = group_version(api_version);
     if !version.is_empty() && !kind.is_empty() {
@@ -137,4 +169,36 @@ fn check_gvk(api_version: &str, kind: &str, name: &str) -> Result<(), EngineErro
             }
         ),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn namespaces_gator_cannot_cache_end_the_input_like_gator() {
+        let namespace = |metadata: Value| json!({"apiVersion": "v1", "kind": "Namespace", "metadata": metadata, "spec": {}});
+        let add = |object: Value| InventoryBuilder::new(false).add(&object);
+        for good in [
+            namespace(json!({"name": "shop", "labels": {"team": "a"}})),
+            namespace(json!({"name": "shop", "labels": {"team": null}, "annotations": null})),
+            namespace(json!({"name": "shop", "unknownField": 3})),
+        ] {
+            assert!(add(good.clone()).is_ok(), "{good}");
+        }
+        for bad in [
+            namespace(json!({"name": "shop", "labels": {"team": 7}})),
+            namespace(json!({"name": "shop", "labels": "x"})),
+            namespace(json!({"name": "shop", "finalizers": [true]})),
+        ] {
+            let error = add(bad.clone()).unwrap_err();
+            assert_eq!(
+                error.to_string(),
+                "adding data of GVK \"/v1, Kind=Namespace\": admission.k8s.gatekeeper.sh: \
+                 cannot cache non-namespace type: cannot cache Namespace: nil",
+                "{bad}"
+            );
+        }
+    }
 }

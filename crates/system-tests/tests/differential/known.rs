@@ -57,17 +57,6 @@ pub(crate) const CLASSES: &[Class] = &[
         name: "Rego: `some .. in` over a non-collection is undefined in OPA",
         matches: |d| any(&d.ours, "`some .. in collection` expects array/set/object"),
     },
-    Class {
-        // gator cannot cache a Namespace whose labels are not strings and ends the whole run
-        // with an error; the embedded engine reviews it.
-        name: "gator: a Namespace with non-string labels ends the whole run",
-        matches: |d| {
-            any(
-                &d.gator,
-                "cannot cache non-namespace type: cannot cache Namespace",
-            )
-        },
-    },
 ];
 
 /// The first class `difference` belongs to.
