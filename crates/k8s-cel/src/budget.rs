@@ -139,6 +139,9 @@ fn built(function: &str, count: u64) -> Result<(), ExecutionError> {
 /// The values in `val`, counted deeply (a list of lists counts every inner element), up to
 /// `limit`: what building it took.
 fn deep_count(val: &dyn Val, limit: u64) -> u64 {
+    if !matches!(val.get_type().kind(), Kind::List | Kind::Map) {
+        return 1;
+    }
     let mut count = 0u64;
     let mut pending = vec![val];
     while let Some(v) = pending.pop() {
@@ -236,20 +239,19 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_overload(TICK, "k8s_tick", vec![DYN_TYPE], tick)
 }
 
-/// Calls whose arguments are not charged: logic (which must keep its operands' errors as they
-/// are), selection and indexing (which read one element), and the metering itself.
+/// Calls whose arguments are not charged: operators other than membership and equality (logic
+/// must keep its operands' errors as they are; arithmetic and ordering results are charged by
+/// their size), selection and indexing (which read one element), the metering itself.
 fn inputs_free(function: &str) -> bool {
-    (function.starts_with('@') && function != operators::IN)
-        || matches!(
+    // Operators (`_+_`, `@in`, `!_`, …) are spelled with a non-letter; of them, membership and
+    // equality traverse their operands. `size` reads a length.
+    let operator = !function.starts_with(|c: char| c.is_ascii_alphabetic());
+    (operator
+        && !matches!(
             function,
-            operators::LOGICAL_AND
-                | operators::LOGICAL_OR
-                | operators::LOGICAL_NOT
-                | operators::CONDITIONAL
-                | operators::INDEX
-                | operators::OPT_INDEX
-                | operators::OPT_SELECT
-        )
+            operators::IN | operators::EQUALS | operators::NOT_EQUALS
+        ))
+        || function == "size"
 }
 
 /// Calls that build nothing, left unwrapped.
