@@ -18,7 +18,7 @@ use cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators,
 };
 use cel::common::types::{CelBytes, CelString, DYN_TYPE, Kind};
-use cel::common::value::{CowVal, Val};
+use cel::common::value::{BuiltinRef, CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 use std::cell::Cell;
 use std::time::Instant;
@@ -149,22 +149,14 @@ fn deep_count(val: &dyn Val, limit: u64) -> u64 {
         if count > limit {
             return count;
         }
-        if let Some(iterable) = v.as_iterable() {
-            if v.get_type().kind() == Kind::List {
-                let mut items = iterable.iter();
-                while let Some(item) = items.next() {
-                    pending.push(item);
-                }
-            } else if let Some(indexer) = v.as_indexer() {
-                // a map: its keys are strings or scalars, its values may nest
-                let mut keys = iterable.iter();
-                while let Some(key) = keys.next() {
-                    count += 1;
-                    if let Ok(CowVal::Borrowed(value)) = indexer.get(key) {
-                        pending.push(value);
-                    }
-                }
+        match v.as_builtin() {
+            BuiltinRef::List(list) => pending.extend(list.inner().iter().map(AsRef::as_ref)),
+            BuiltinRef::Map(map) => {
+                // each key is a value too
+                count += map.inner().len() as u64;
+                pending.extend(map.inner().values().map(AsRef::as_ref));
             }
+            _ => {}
         }
     }
     count
