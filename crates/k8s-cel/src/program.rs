@@ -623,10 +623,10 @@ impl<'a, 'j> Resolver<'a, 'j> {
             detail: error_text(&e),
         };
         // The fast form answers as the exact one unless it fails; then the exact one decides.
-        if let Some(fast) = &compiled.fast {
-            if let Ok(result) = Value::resolve_val(fast, &context) {
-                return Ok(read(result.as_ref()));
-            }
+        if let Some(fast) = &compiled.fast
+            && let Ok(result) = Value::resolve_val(fast, &context)
+        {
+            return Ok(read(result.as_ref()));
         }
         let result = Value::resolve_val(expr, &context).map_err(runtime)?;
         Ok(read(result.as_ref()))
