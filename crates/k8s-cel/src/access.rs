@@ -12,6 +12,7 @@
 //! checked against gator.
 
 use crate::library::{Outcome, take};
+use cel::common::ast::{EntryExpr, Expr, IdedExpr, LiteralValue, SelectExpr, operators};
 use cel::common::types::{
     CelBool, CelDouble, CelInt, CelOptional, CelString, CelUInt, DYN_TYPE, Kind,
 };
@@ -306,4 +307,85 @@ pub(crate) fn go_type_name(name: &str) -> String {
         other => return other.to_owned(),
     };
     go.to_owned()
+}
+
+/// `expr` with every [`SELECT`] and [`INDEX`] call turned back into cel-rust's own selection
+/// and index: the fast form of an expression. It answers as the exact form wherever neither
+/// fails (a present key of a map, an index within a list), and fails wherever their answers
+/// could differ (a null, scalar or optional receiver, a missing key), so an evaluation runs the
+/// fast form and, only when that ends in an error, the exact one. Presence tests stay
+/// [`HAS`] calls: cel-rust's own would be an error where cel-go answers false.
+pub(crate) fn native(expr: IdedExpr) -> IdedExpr {
+    let IdedExpr { id, expr } = expr;
+    let expr = match expr {
+        Expr::Call(mut call) => {
+            call.target = call.target.map(|t| Box::new(native(*t)));
+            call.args = call.args.into_iter().map(native).collect();
+            let literal_field = match call.args.as_slice() {
+                [
+                    _,
+                    IdedExpr {
+                        expr: Expr::Literal(LiteralValue::String(field)),
+                        ..
+                    },
+                ] => Some(field.inner().to_owned()),
+                _ => None,
+            };
+            match (call.func_name.as_str(), literal_field) {
+                (SELECT, Some(field)) if call.target.is_none() => {
+                    let operand = call.args.swap_remove(0);
+                    Expr::Select(SelectExpr {
+                        operand: Box::new(operand),
+                        field,
+                        test: false,
+                    })
+                }
+                (INDEX, _) if call.target.is_none() => {
+                    call.func_name = operators::INDEX.to_owned();
+                    Expr::Call(call)
+                }
+                _ => Expr::Call(call),
+            }
+        }
+        Expr::Comprehension(mut c) => {
+            c.iter_range = native(std::mem::take(&mut c.iter_range));
+            c.accu_init = native(std::mem::take(&mut c.accu_init));
+            c.loop_cond = native(std::mem::take(&mut c.loop_cond));
+            c.loop_step = native(std::mem::take(&mut c.loop_step));
+            c.result = native(std::mem::take(&mut c.result));
+            Expr::Comprehension(c)
+        }
+        Expr::Select(mut select) => {
+            select.operand = Box::new(native(*select.operand));
+            Expr::Select(select)
+        }
+        Expr::List(mut list) => {
+            list.elements = list.elements.into_iter().map(native).collect();
+            Expr::List(list)
+        }
+        Expr::Map(mut map) => {
+            for entry in &mut map.entries {
+                native_entry(&mut entry.expr);
+            }
+            Expr::Map(map)
+        }
+        Expr::Struct(mut st) => {
+            for entry in &mut st.entries {
+                native_entry(&mut entry.expr);
+            }
+            Expr::Struct(st)
+        }
+        other => other,
+    };
+    IdedExpr { id, expr }
+}
+
+fn native_entry(entry: &mut EntryExpr) {
+    match entry {
+        EntryExpr::MapEntry(e) => {
+            e.key = native(std::mem::take(&mut e.key));
+            e.value = native(std::mem::take(&mut e.value));
+        }
+        EntryExpr::StructField(f) => f.value = native(std::mem::take(&mut f.value)),
+    }
 }

@@ -18,7 +18,7 @@ use cel::common::ast::{
     CallExpr, ComprehensionExpr, EntryExpr, Expr, IdedExpr, LiteralValue, operators,
 };
 use cel::common::types::{CelBytes, CelString, DYN_TYPE, Kind};
-use cel::common::value::{CowVal, Val};
+use cel::common::value::{BuiltinRef, CowVal, Val};
 use cel::{DeclarationError, Env, ExecutionError};
 use std::cell::Cell;
 use std::time::Instant;
@@ -139,6 +139,9 @@ fn built(function: &str, count: u64) -> Result<(), ExecutionError> {
 /// The values in `val`, counted deeply (a list of lists counts every inner element), up to
 /// `limit`: what building it took.
 fn deep_count(val: &dyn Val, limit: u64) -> u64 {
+    if !matches!(val.get_type().kind(), Kind::List | Kind::Map) {
+        return 1;
+    }
     let mut count = 0u64;
     let mut pending = vec![val];
     while let Some(v) = pending.pop() {
@@ -146,22 +149,14 @@ fn deep_count(val: &dyn Val, limit: u64) -> u64 {
         if count > limit {
             return count;
         }
-        if let Some(iterable) = v.as_iterable() {
-            if v.get_type().kind() == Kind::List {
-                let mut items = iterable.iter();
-                while let Some(item) = items.next() {
-                    pending.push(item);
-                }
-            } else if let Some(indexer) = v.as_indexer() {
-                // a map: its keys are strings or scalars, its values may nest
-                let mut keys = iterable.iter();
-                while let Some(key) = keys.next() {
-                    count += 1;
-                    if let Ok(CowVal::Borrowed(value)) = indexer.get(key) {
-                        pending.push(value);
-                    }
-                }
+        match v.as_builtin() {
+            BuiltinRef::List(list) => pending.extend(list.inner().iter().map(AsRef::as_ref)),
+            BuiltinRef::Map(map) => {
+                // each key is a value too
+                count += map.inner().len() as u64;
+                pending.extend(map.inner().values().map(AsRef::as_ref));
             }
+            _ => {}
         }
     }
     count
@@ -236,20 +231,19 @@ pub(crate) fn register(env: &mut Env) -> Result<(), DeclarationError> {
     env.add_overload(TICK, "k8s_tick", vec![DYN_TYPE], tick)
 }
 
-/// Calls whose arguments are not charged: logic (which must keep its operands' errors as they
-/// are), selection and indexing (which read one element), and the metering itself.
+/// Calls whose arguments are not charged: operators other than membership and equality (logic
+/// must keep its operands' errors as they are; arithmetic and ordering results are charged by
+/// their size), selection and indexing (which read one element), the metering itself.
 fn inputs_free(function: &str) -> bool {
-    (function.starts_with('@') && function != operators::IN)
-        || matches!(
+    // Operators (`_+_`, `@in`, `!_`, …) are spelled with a non-letter; of them, membership and
+    // equality traverse their operands. `size` reads a length.
+    let operator = !function.starts_with(|c: char| c.is_ascii_alphabetic());
+    (operator
+        && !matches!(
             function,
-            operators::LOGICAL_AND
-                | operators::LOGICAL_OR
-                | operators::LOGICAL_NOT
-                | operators::CONDITIONAL
-                | operators::INDEX
-                | operators::OPT_INDEX
-                | operators::OPT_SELECT
-        )
+            operators::IN | operators::EQUALS | operators::NOT_EQUALS
+        ))
+        || function == "size"
 }
 
 /// Calls that build nothing, left unwrapped.

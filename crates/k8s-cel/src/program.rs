@@ -189,6 +189,8 @@ pub enum Decision {
 struct Compiled {
     source: String,
     expr: Result<IdedExpr, String>,
+    /// The fast form of `expr` (`access::native`), run first.
+    fast: Option<IdedExpr>,
 }
 
 #[derive(Debug)]
@@ -238,6 +240,7 @@ fn compile_one(
         Ok(c) => Ok((
             Compiled {
                 source: source.to_owned(),
+                fast: Some(crate::access::native(c.expr.clone())),
                 expr: Ok(c.expr),
             },
             c.static_type,
@@ -250,6 +253,7 @@ fn compile_one(
             Compiled {
                 source: source.to_owned(),
                 expr: Err(detail),
+                fast: None,
             },
             StaticType::Unknown,
         )),
@@ -618,6 +622,12 @@ impl<'a, 'j> Resolver<'a, 'j> {
             expression: compiled.source.clone(),
             detail: error_text(&e),
         };
+        // The fast form answers as the exact one unless it fails; then the exact one decides.
+        if let Some(fast) = &compiled.fast
+            && let Ok(result) = Value::resolve_val(fast, &context)
+        {
+            return Ok(read(result.as_ref()));
+        }
         let result = Value::resolve_val(expr, &context).map_err(runtime)?;
         Ok(read(result.as_ref()))
     }
