@@ -101,8 +101,13 @@ fn real_rollout_from_dry_run_to_live_and_off() {
     let image = match std::env::var_os(IMAGE_ENV).filter(|v| !v.is_empty()) {
         Some(archive) => PathBuf::from(archive),
         None => {
+            let ldd = std::process::Command::new("ldd")
+                .arg(binary)
+                .output()
+                .unwrap();
             let built = image_archive::workload_report::from_host(
                 binary,
+                &String::from_utf8_lossy(&ldd.stdout),
                 &format!("{IMAGE_REPOSITORY}:{IMAGE_TAG}"),
             )
             .unwrap();
