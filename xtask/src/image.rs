@@ -6,6 +6,7 @@
 //! archive's path and size.
 
 use std::path::PathBuf;
+use std::process::Command;
 
 use anyhow::{Context, Result, bail};
 use image_archive::workload_report;
@@ -30,7 +31,22 @@ pub(crate) fn run(args: &[&str]) -> Result<()> {
     }
     util::cargo(&["build", "--release", "--locked", "-p", "workload-report"])?;
     let binary_path = bench::release_dir().join("workload-report");
-    let built = workload_report::from_host(&binary_path, &reference)?;
+    let ldd = Command::new("ldd")
+        .arg(&binary_path)
+        .output()
+        .context("cannot run glibc's ldd")?;
+    if !ldd.status.success() {
+        bail!(
+            "ldd {}: {}",
+            binary_path.display(),
+            String::from_utf8_lossy(&ldd.stderr).trim()
+        );
+    }
+    let built = workload_report::from_host(
+        &binary_path,
+        &String::from_utf8_lossy(&ldd.stdout),
+        &reference,
+    )?;
     if let Some(parent) = out.parent() {
         std::fs::create_dir_all(parent)
             .with_context(|| format!("cannot create {}", parent.display()))?;

@@ -5,7 +5,6 @@
 //! registry; `tests/dockerfile_agreement.rs` keeps the two in step.
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::{Built, Entry, ImageConfig};
 
@@ -20,7 +19,7 @@ pub enum HostError {
         /// The error.
         source: std::io::Error,
     },
-    /// `ldd` failed or named no library.
+    /// `ldd` named no library.
     #[error("ldd {binary}: {why}")]
     Ldd {
         /// The binary.
@@ -34,16 +33,24 @@ pub enum HostError {
 }
 
 /// The image of the binary at `binary`, named `reference`, from this machine's files: the
-/// libraries `ldd` names at the paths it names them (glibc, libgcc, the loader) and the CA
-/// bundle. The crate's one I/O edge (the rest is pure).
-pub fn from_host(binary: &Path, reference: &str) -> Result<Built, HostError> {
+/// libraries `ldd_output` (what `ldd <binary>` printed) names, at the paths it names them (glibc,
+/// libgcc, the loader), and the CA bundle. The crate's one I/O edge: it reads files; the caller
+/// runs `ldd`.
+pub fn from_host(binary: &Path, ldd_output: &str, reference: &str) -> Result<Built, HostError> {
     let read = |path: &Path| {
         std::fs::read(path).map_err(|source| HostError::Read {
             path: path.display().to_string(),
             source,
         })
     };
-    let libraries = linked_libraries(binary)?
+    let paths = ldd_paths(ldd_output);
+    if paths.is_empty() {
+        return Err(HostError::Ldd {
+            binary: binary.display().to_string(),
+            why: "names no library".into(),
+        });
+    }
+    let libraries = paths
         .into_iter()
         .map(|path| Ok((path.clone(), read(Path::new(&path))?)))
         .collect::<Result<Vec<_>, HostError>>()?;
@@ -51,31 +58,9 @@ pub fn from_host(binary: &Path, reference: &str) -> Result<Built, HostError> {
     Ok(crate::build(&config(reference), &files)?)
 }
 
-/// The dynamic loader and the libraries `binary` links, as absolute paths, from `ldd`.
-fn linked_libraries(binary: &Path) -> Result<Vec<String>, HostError> {
-    let ldd_error = |why: String| HostError::Ldd {
-        binary: binary.display().to_string(),
-        why,
-    };
-    let output = Command::new("ldd")
-        .arg(binary)
-        .output()
-        .map_err(|e| ldd_error(format!("cannot run glibc's ldd: {e}")))?;
-    if !output.status.success() {
-        return Err(ldd_error(
-            String::from_utf8_lossy(&output.stderr).trim().to_string(),
-        ));
-    }
-    let paths = ldd_paths(&String::from_utf8_lossy(&output.stdout));
-    if paths.is_empty() {
-        return Err(ldd_error("names no library".into()));
-    }
-    Ok(paths)
-}
-
 /// The absolute paths in `ldd` output: `libc.so.6 => /lib/…/libc.so.6 (0x…)` gives the target,
 /// `/lib64/ld-linux-x86-64.so.2 (0x…)` the loader; the vDSO has no file.
-fn ldd_paths(text: &str) -> Vec<String> {
+pub fn ldd_paths(text: &str) -> Vec<String> {
     let mut paths: Vec<String> = text
         .lines()
         .filter_map(|line| {

@@ -169,6 +169,9 @@ struct Record {
     run: PathBuf,
     /// `key=value` of every sysctl the kubelet changes, as they were.
     sysctls: Vec<(String, String)>,
+    /// The API server's folder (etcd's data, certificates), once it runs.
+    #[serde(default)]
+    kube: Option<PathBuf>,
 }
 
 impl Record {
@@ -201,6 +204,7 @@ impl RealNode {
                 .iter()
                 .filter_map(|k| Some((k.to_string(), read_sysctl(k)?)))
                 .collect(),
+            kube: None,
         };
         write_record(&record);
         let mut node = RealNode {
@@ -314,6 +318,8 @@ impl RealNode {
             ..KubeOptions::default()
         };
         let kube = RealKube::start_with(&tools.kube, options);
+        self.record.kube = kube.ca_path().ancestors().nth(2).map(Path::to_path_buf);
+        write_record(&self.record);
         local_images_only(&kube);
         let kubeconfig = |name: &str, token: &str| {
             let path = dir.join(format!("{name}.kubeconfig"));
@@ -448,18 +454,8 @@ impl RealNode {
     /// The resident memory of the node's processes (containerd and its shims, etcd, the API
     /// server, controller-manager, scheduler, kubelet, the Pods' processes), in MiB.
     pub fn memory_mib(&self) -> u64 {
-        let kube_dir = self
-            .kube()
-            .ca_path()
-            .ancestors()
-            .nth(2)
-            .map(Path::to_path_buf)
-            .unwrap_or_default();
-        let mut pids = ours(&self.record, true);
-        pids.extend(pids_naming(&format!("{}/", kube_dir.display())));
-        pids.sort();
-        pids.dedup();
-        pids.into_iter()
+        ours(&self.record, true)
+            .into_iter()
             .filter_map(|pid| {
                 let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
                 let line = status.lines().find(|l| l.starts_with("VmRSS:"))?;
@@ -577,12 +573,14 @@ fn give_back(record: &Record) {
     let _ = std::fs::remove_dir_all(&record.state);
 }
 
-/// The PIDs (not this process) whose command line names the node's state folder or its
-/// containerd socket — the node's own components, the shims and the Pods' processes when
-/// `with_pods` (by their cgroup under `kubepods`).
+/// The PIDs (not this process) whose command line names the node's state folder, the API
+/// server's folder or the containerd socket — the node's own components, etcd and the API
+/// server, the shims — and the Pods' processes when `with_pods` (by their cgroup under
+/// `kubepods`).
 fn ours(record: &Record, with_pods: bool) -> Vec<i32> {
     let state = record.state.display().to_string();
     let socket = record.socket().display().to_string();
+    let kube = record.kube.as_ref().map(|k| format!("{}/", k.display()));
     let me = std::process::id() as i32;
     let Ok(entries) = std::fs::read_dir("/proc") else {
         return Vec::new();
@@ -595,19 +593,12 @@ fn ours(record: &Record, with_pods: bool) -> Vec<i32> {
             let in_pod = with_pods
                 && std::fs::read_to_string(format!("/proc/{pid}/cgroup"))
                     .is_ok_and(|c| c.contains("/kubepods"));
-            cmdline.contains(&format!("{state}/")) || cmdline.contains(&socket) || in_pod
+            let names_kube = kube.as_ref().is_some_and(|k| cmdline.contains(k.as_str()));
+            cmdline.contains(&format!("{state}/"))
+                || cmdline.contains(&socket)
+                || names_kube
+                || in_pod
         })
-        .collect()
-}
-
-/// The PIDs whose command line holds `text`.
-fn pids_naming(text: &str) -> Vec<i32> {
-    let Ok(entries) = std::fs::read_dir("/proc") else {
-        return Vec::new();
-    };
-    entries
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
-        .filter(|pid| cmdline(*pid).contains(text))
         .collect()
 }
 
