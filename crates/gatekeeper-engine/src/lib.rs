@@ -26,6 +26,7 @@ mod error;
 mod expander;
 mod expansion;
 mod extensions;
+mod goarith;
 pub mod goregex;
 mod gosprintf;
 mod gotext;
@@ -44,6 +45,7 @@ mod review;
 mod rewrite;
 mod rewrite_names;
 mod schema;
+mod spanedit;
 mod template;
 pub mod verify;
 
