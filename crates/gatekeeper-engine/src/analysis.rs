@@ -669,7 +669,11 @@ impl Walker<'_> {
             Callee::Policy(rule) => {
                 let info = self.rules.get(&rule);
                 let arity = info.and_then(|r| r.arity);
-                if !self.v1 && arity.is_none() && params.is_empty() && info.is_some_and(|r| r.any_type) {
+                if !self.v1
+                    && arity.is_none()
+                    && params.is_empty()
+                    && info.is_some_and(|r| r.any_type)
+                {
                     self.edits.push(SourceEdit {
                         file: self.file.clone(),
                         start: fcn.span().end as usize,

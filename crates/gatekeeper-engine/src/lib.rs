@@ -55,7 +55,7 @@ pub use engine::{
     ReviewOutcome, sort_results,
 };
 pub use error::EngineError;
-pub use expander::{ExpansionSet, MAX_EXPANSION_DEPTH, Resultant, ReviewedAs};
+pub use expander::{ExpansionSet, MAX_EXPANSION_DEPTH, MAX_RESULTANTS, Resultant, ReviewedAs};
 pub use expansion::{
     ApplyTo, EXPANSION_GROUP, ExpansionError, ExpansionTemplate, Gvk, MUTATION_GROUP,
     MUTATOR_KINDS, is_expansion_template, is_mutator,

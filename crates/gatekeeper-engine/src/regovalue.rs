@@ -66,9 +66,14 @@ mod tests {
         let regorus::Value::Number(n) = n else {
             panic!("a number");
         };
-        let twice = n.add(&n).and_then(|t| t.sub(&regorus::Value::from(186u64).as_number().unwrap().clone()));
+        let twice = n
+            .add(&n)
+            .and_then(|t| t.sub(&regorus::Value::from(186u64).as_number().unwrap().clone()));
         assert_eq!(twice.unwrap().as_i128(), Some(18446744073709551814));
         assert_eq!(to_rego(&serde_json::json!(12)).to_string(), "12");
-        assert_eq!(to_rego(&serde_json::json!(-9007199254740993i64)).to_string(), "-9007199254740992");
+        assert_eq!(
+            to_rego(&serde_json::json!(-9007199254740993i64)).to_string(),
+            "-9007199254740992"
+        );
     }
 }

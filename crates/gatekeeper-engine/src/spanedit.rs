@@ -38,7 +38,11 @@ fn render(source: &str, start: usize, end: usize, edits: &[&SourceEdit]) -> Stri
             EditKind::Delete => {}
             EditKind::Arith { op, lhs, rhs } => {
                 let operand = |(s, e): (usize, usize)| {
-                    if s <= e && e <= source.len() && source.is_char_boundary(s) && source.is_char_boundary(e) {
+                    if s <= e
+                        && e <= source.len()
+                        && source.is_char_boundary(s)
+                        && source.is_char_boundary(e)
+                    {
                         render(source, s, e, inner)
                     } else {
                         String::new()
@@ -64,7 +68,13 @@ fn render(source: &str, start: usize, end: usize, edits: &[&SourceEdit]) -> Stri
 mod tests {
     use super::*;
 
-    fn arith(start: usize, end: usize, op: &'static str, lhs: (usize, usize), rhs: (usize, usize)) -> SourceEdit {
+    fn arith(
+        start: usize,
+        end: usize,
+        op: &'static str,
+        lhs: (usize, usize),
+        rhs: (usize, usize),
+    ) -> SourceEdit {
         SourceEdit {
             file: "m".to_string(),
             start,

@@ -148,7 +148,10 @@ fn v0_complete_rule_of_several_definitions_called_with_empty_parentheses() {
     );
     assert!(messages(rego, &[], thing(json!({}))).is_empty());
     let untyped = "package gap\nname = n { n := input.review.object.spec.name }\nviolation[{\"msg\": name()}] { true }\n";
-    assert_eq!(messages(untyped, &[], thing(json!({"name": "x"}))), vec!["x"]);
+    assert_eq!(
+        messages(untyped, &[], thing(json!({"name": "x"}))),
+        vec!["x"]
+    );
     let undefined = "package gap\nviolation[{\"msg\": \"m\"}] { get_hosts() }\n";
     let error = common::refusal(undefined, &[], false);
     assert!(
