@@ -159,3 +159,15 @@ fn v0_complete_rule_of_several_definitions_called_with_empty_parentheses() {
         "{error}"
     );
 }
+
+/// Issue 25 §3: one body of a complete rule giving several values is OPA's conflict error, in
+/// OPA's words at the rule's line (gator v3.21.1 checked).
+#[test]
+fn one_body_with_several_values_is_opas_conflict_error() {
+    let rego = "package gap\nv = x { x := input.review.object.spec.b[_] }\nviolation[{\"msg\": sprintf(\"%v\", [v])}] { true }\n";
+    assert_eq!(messages(rego, &[], thing(json!({"b": [2]}))), vec!["2"]);
+    assert_eq!(
+        messages(rego, &[], thing(json!({"b": [2, 3]}))),
+        vec!["template:2: eval_conflict_error: complete rules must not produce multiple outputs"]
+    );
+}
