@@ -537,6 +537,10 @@ fn opa_wording(text: &str) -> String {
             "{first}: eval_conflict_error: complete rules must not produce multiple outputs"
         );
     }
+    // An object comprehension giving one key two values.
+    if message.starts_with("value for key ") && message.contains(" generated multiple times: ") {
+        return format!("{location}: eval_conflict_error: object keys must be unique");
+    }
     if message == ONE_BODY {
         return format!(
             "{location}: eval_conflict_error: complete rules must not produce multiple outputs"

@@ -171,3 +171,15 @@ fn one_body_with_several_values_is_opas_conflict_error() {
         vec!["template:2: eval_conflict_error: complete rules must not produce multiple outputs"]
     );
 }
+
+/// Issue 25 §3: an object comprehension giving one key two values is OPA's conflict error in
+/// OPA's words (gator v3.21.1 checked).
+#[test]
+fn object_keys_given_twice_are_opas_conflict_error() {
+    let rego = "package gap\nviolation[{\"msg\": \"dup\"}] {\n  x := {k: v | v := input.review.object.spec.b[_]; k := \"a\"}\n  x.a\n}\n";
+    assert_eq!(messages(rego, &[], thing(json!({"b": [2]}))), vec!["dup"]);
+    assert_eq!(
+        messages(rego, &[], thing(json!({"b": [2, 3]}))),
+        vec!["template:3: eval_conflict_error: object keys must be unique"]
+    );
+}
