@@ -183,3 +183,14 @@ fn object_keys_given_twice_are_opas_conflict_error() {
         vec!["template:3: eval_conflict_error: object keys must be unique"]
     );
 }
+
+/// Issue 25 §3: `some x` in a comprehension declares a local of its own even when the rule
+/// body binds `x` (gator v3.21.1 checked: `dupsome:1`).
+#[test]
+fn some_in_a_comprehension_rebinds_a_name_locally() {
+    let rego = "package gap\nviolation[{\"msg\": sprintf(\"%v %v\", [x, ys])}] {\n  x := input.review.object.spec.a\n  ys := {y | some x; y := input.review.object.spec.b[x]}\n  count(ys) > 0\n}\n";
+    assert_eq!(
+        messages(rego, &[], thing(json!({"a": 1, "b": [2]}))),
+        vec!["1 {2}"]
+    );
+}
