@@ -40,14 +40,28 @@ struct RuleInfo {
     any_type: bool,
 }
 
-/// A call with empty parentheses of a complete rule that OPA accepts (see
-/// [`RuleInfo::any_type`]): the bytes `start..end` of module `file` are the `()` to drop so
-/// that regorus reads the rule's value.
+/// A change to the bytes `start..end` of module `file` that makes regorus evaluate the source
+/// as OPA does ([`crate::spanedit`] applies them).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct EmptyCall {
+pub(crate) struct SourceEdit {
     pub(crate) file: String,
     pub(crate) start: usize,
     pub(crate) end: usize,
+    pub(crate) kind: EditKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum EditKind {
+    /// The `()` of a call with empty parentheses of a complete rule that OPA accepts (see
+    /// [`RuleInfo::any_type`]), dropped so that regorus reads the rule's value.
+    Delete,
+    /// `lhs op rhs`, written as a call of [`crate::goarith`] so that a built-in error leaves
+    /// only the expression undefined.
+    Arith {
+        op: &'static str,
+        lhs: (usize, usize),
+        rhs: (usize, usize),
+    },
 }
 
 /// A reference from one rule to another (the full path of the target).
@@ -69,16 +83,16 @@ impl From<String> for Refusal {
 }
 
 /// Checks the parsed modules of one template; `v1` is the template's Rego version. Returns the
-/// empty-parenthesis calls of complete rules that OPA accepts, which the caller removes
-/// before regorus evaluates the modules.
-pub(crate) fn check(modules: &[Ref<Module>], v1: bool) -> Result<Vec<EmptyCall>, Refusal> {
+/// source edits (empty-parenthesis calls of complete rules that OPA accepts, arithmetic) the
+/// caller applies before regorus evaluates the modules.
+pub(crate) fn check(modules: &[Ref<Module>], v1: bool) -> Result<Vec<SourceEdit>, Refusal> {
     let rules = rule_table(modules);
     let entry = modules
         .iter()
         .find(|m| m.package.span.source.file() == ENTRY_MODULE)
         .map(|m| package_path(m));
     let mut graph: BTreeMap<String, Vec<Edge>> = BTreeMap::new();
-    let mut empty_calls = Vec::new();
+    let mut edits = Vec::new();
     let mut first_line: BTreeMap<String, (String, u32)> = BTreeMap::new();
     for module in modules {
         let package = package_path(module);
@@ -101,17 +115,17 @@ pub(crate) fn check(modules: &[Ref<Module>], v1: bool) -> Result<Vec<EmptyCall>,
                 locals: locals_of(rule),
                 file,
                 edges: Vec::new(),
-                empty_calls: Vec::new(),
+                edits: Vec::new(),
             };
             walker.rule(rule)?;
             graph.entry(path).or_default().extend(walker.edges);
-            empty_calls.extend(walker.empty_calls);
+            edits.extend(walker.edits);
         }
     }
     let shown = |path: &str| shown(entry.as_deref(), path);
     check_cycles(&graph, &first_line, &shown)?;
     check_depth(&graph, &first_line, &shown)?;
-    Ok(empty_calls)
+    Ok(edits)
 }
 
 /// A rule path as gator shows it: the template's own package is `data.template`.
@@ -391,7 +405,7 @@ struct Walker<'a> {
     locals: BTreeSet<String>,
     file: String,
     edges: Vec<Edge>,
-    empty_calls: Vec<EmptyCall>,
+    edits: Vec<SourceEdit>,
 }
 
 /// What a function name in a call refers to.
@@ -530,9 +544,25 @@ impl Walker<'_> {
                 params.iter().try_for_each(|p| self.expr(p))
             }
             Expr::UnaryExpr { expr, .. } => self.expr(expr),
+            Expr::ArithExpr {
+                span, op, lhs, rhs, ..
+            } => {
+                let range = |e: &Expr| (e.span().start as usize, e.span().end as usize);
+                self.edits.push(SourceEdit {
+                    file: self.file.clone(),
+                    start: span.start as usize,
+                    end: span.end as usize,
+                    kind: EditKind::Arith {
+                        op: crate::goarith::op_text(op),
+                        lhs: range(lhs),
+                        rhs: range(rhs),
+                    },
+                });
+                self.expr(lhs)?;
+                self.expr(rhs)
+            }
             Expr::BinExpr { lhs, rhs, .. }
             | Expr::BoolExpr { lhs, rhs, .. }
-            | Expr::ArithExpr { lhs, rhs, .. }
             | Expr::AssignExpr { lhs, rhs, .. } => {
                 self.expr(lhs)?;
                 self.expr(rhs)
@@ -639,11 +669,16 @@ impl Walker<'_> {
             Callee::Policy(rule) => {
                 let info = self.rules.get(&rule);
                 let arity = info.and_then(|r| r.arity);
-                if !self.v1 && arity.is_none() && params.is_empty() && info.is_some_and(|r| r.any_type) {
-                    self.empty_calls.push(EmptyCall {
+                if !self.v1
+                    && arity.is_none()
+                    && params.is_empty()
+                    && info.is_some_and(|r| r.any_type)
+                {
+                    self.edits.push(SourceEdit {
                         file: self.file.clone(),
                         start: fcn.span().end as usize,
                         end: span.end as usize,
+                        kind: EditKind::Delete,
                     });
                     self.edges.push(rule);
                     return Ok(());
@@ -767,7 +802,7 @@ const UNSUPPORTED_NAMESPACES: [&str; 15] = [
 
 fn extension_arity(name: &str) -> Option<usize> {
     match name {
-        "numbers.range_step" => Some(3),
+        "numbers.range_step" | crate::goarith::NAME => Some(3),
         _ => crate::deprecated::DEPRECATED
             .iter()
             .find(|d| d.name == name)

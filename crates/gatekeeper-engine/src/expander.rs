@@ -4,7 +4,7 @@
 //! an object is expanded recursively into the resultants the templates make of it, built the
 //! way Gatekeeper builds them.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeSet;
 
 use serde_json::{Map, Value};
 
@@ -13,6 +13,12 @@ use crate::matching::{Match, Source, str_at};
 
 /// How deep gator expands resultants of resultants before it gives up.
 pub const MAX_EXPANSION_DEPTH: usize = 30;
+
+/// The most resultants one object may expand into. Gatekeeper has no such bound: it applies
+/// every template to every resultant (two templates of one kind each make their own resultant,
+/// gator v3.21.1 checked), so templates two per level double the resultants per level; real
+/// chains make a handful, and this keeps a hostile set from building millions.
+pub const MAX_RESULTANTS: usize = 1_000;
 
 /// A resource an object expands into.
 #[derive(Debug, Clone, PartialEq)]
@@ -67,31 +73,37 @@ impl ExpansionSet {
     /// unchanged.
     pub fn upsert(&mut self, template: ExpansionTemplate) -> Result<(), ExpansionError> {
         template.validate()?;
-        let mut next: Vec<ExpansionTemplate> = self
-            .templates
-            .iter()
-            .filter(|t| t.name != template.name)
-            .cloned()
-            .collect();
-        let refuse = |reason: &str| ExpansionError::Upsert {
-            name: template.name.clone(),
-            reason: reason.to_string(),
+        let replaced = self.templates.iter().position(|t| t.name == template.name);
+        let others = || {
+            self.templates
+                .iter()
+                .enumerate()
+                .filter(move |(i, _)| Some(*i) != replaced)
+                .map(|(_, t)| t)
         };
-        if repeats_a_generated_kind(&next, &template) {
-            return Err(refuse(&format!(
-                "adding template to db: adding edge for template {}: edge already exists",
-                template.name
-            )));
-        }
-        next.push(template);
-        if has_cycle(&next) {
-            let name = next.last().map(|t| t.name.clone()).unwrap_or_default();
+        if repeats_a_generated_kind(others(), &template) {
             return Err(ExpansionError::Upsert {
-                name,
+                name: template.name.clone(),
+                reason: format!(
+                    "adding template to db: adding edge for template {}: edge already exists",
+                    template.name
+                ),
+            });
+        }
+        // The set is acyclic already, so a cycle must pass through the new template.
+        if closes_a_cycle(others(), &template) {
+            return Err(ExpansionError::Upsert {
+                name: template.name.clone(),
                 reason: "template forms expansion cycle".to_string(),
             });
         }
-        self.templates = next;
+        match replaced {
+            Some(i) => {
+                self.templates.remove(i);
+                self.templates.push(template);
+            }
+            None => self.templates.push(template),
+        }
         Ok(())
     }
 
@@ -117,7 +129,8 @@ impl ExpansionSet {
     pub fn expand(&self, object: &Value) -> Result<Vec<Resultant>, ExpansionError> {
         let mut out = Vec::new();
         if !self.is_empty() {
-            self.expand_into(object, object, 0, &mut out)
+            let mut budget = MAX_RESULTANTS;
+            self.expand_into(object, object, 0, &mut budget, &mut out)
                 .map_err(|reason| ExpansionError::Expand {
                     name: str_at(object, &["metadata", "name"]).to_string(),
                     reason,
@@ -131,6 +144,7 @@ impl ExpansionSet {
         base: &Value,
         object: &Value,
         depth: usize,
+        budget: &mut usize,
         out: &mut Vec<Resultant>,
     ) -> Result<(), String> {
         if depth >= MAX_EXPANSION_DEPTH {
@@ -147,6 +161,10 @@ impl ExpansionSet {
         }
         let mut made = Vec::new();
         for template in self.templates.iter().filter(|t| t.applies_to(&gvk)) {
+            if *budget == 0 {
+                return Err(self.too_many_resultants(&Gvk::of(base)));
+            }
+            *budget -= 1;
             made.push(Resultant {
                 object: resultant(object, base, template)?,
                 template: template.name.clone(),
@@ -154,10 +172,39 @@ impl ExpansionSet {
             });
         }
         for resultant in &made {
-            self.expand_into(base, &resultant.object, depth + 1, out)?;
+            self.expand_into(base, &resultant.object, depth + 1, budget, out)?;
         }
         out.extend(made);
         Ok(())
+    }
+
+    /// The error of an object past [`MAX_RESULTANTS`], naming the templates that expand its
+    /// kind and their resultants' kinds (sorted, the first ten).
+    fn too_many_resultants(&self, gvk: &Gvk) -> String {
+        let mut names = BTreeSet::new();
+        let mut seen = BTreeSet::new();
+        let mut pending = vec![gvk.clone()];
+        while let Some(kind) = pending.pop() {
+            if !seen.insert(kind.clone()) {
+                continue;
+            }
+            for template in self.templates.iter().filter(|t| t.applies_to(&kind)) {
+                names.insert(template.name.as_str());
+                pending.push(template.generated.clone());
+            }
+        }
+        let shown: Vec<&str> = names.iter().take(10).copied().collect();
+        let more = names.len().saturating_sub(shown.len());
+        let more = if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        };
+        format!(
+            "more than {MAX_RESULTANTS} resultants (the embedded engine's limit per object) \
+             through ExpansionTemplates {}{more}",
+            shown.join(", ")
+        )
     }
 
     /// Every way objects of kind `gvk` are reviewed when expanded by these templates: as
@@ -172,7 +219,8 @@ impl ExpansionSet {
         }];
         let mut pending = vec![(gvk.clone(), Vec::new())];
         while let Some((kind, chain)) = pending.pop() {
-            if chain.len() >= MAX_EXPANSION_DEPTH {
+            // Past the resultant limit an object of this kind cannot be expanded at all.
+            if chain.len() >= MAX_EXPANSION_DEPTH || out.len() > MAX_RESULTANTS {
                 continue;
             }
             for template in self.templates.iter().filter(|t| t.applies_to(&kind)) {
@@ -210,43 +258,50 @@ impl ExpansionSet {
 
 /// Whether `template` names one kind twice in `applyTo` while another template generates it:
 /// gator adds that edge of its template graph twice and refuses the template.
-fn repeats_a_generated_kind(others: &[ExpansionTemplate], template: &ExpansionTemplate) -> bool {
+fn repeats_a_generated_kind<'a>(
+    others: impl Iterator<Item = &'a ExpansionTemplate>,
+    template: &ExpansionTemplate,
+) -> bool {
     let mut seen = BTreeSet::new();
-    template.applied_kinds().into_iter().any(|gvk| {
-        let repeated = !seen.insert(gvk.clone());
-        repeated && others.iter().any(|t| t.generated == gvk)
-    })
+    let repeated: BTreeSet<Gvk> = template
+        .applied_kinds()
+        .into_iter()
+        .filter(|gvk| !seen.insert(gvk.clone()))
+        .collect();
+    !repeated.is_empty() && others.into_iter().any(|t| repeated.contains(&t.generated))
 }
 
-/// Whether some template's resultants lead, through other templates, back to it.
-fn has_cycle(templates: &[ExpansionTemplate]) -> bool {
-    let next: BTreeMap<usize, Vec<usize>> = (0..templates.len())
-        .map(|from| {
-            let to = (0..templates.len())
-                .filter(|&to| to != from && templates[to].applies_to(&templates[from].generated))
-                .collect();
-            (from, to)
-        })
+/// Whether `template`'s resultants lead, through `others` (acyclic), back to a kind it
+/// applies to. A search over the kinds reachable from its generated kind: each kind once, so
+/// adding a template costs one pass over the templates per reachable kind.
+fn closes_a_cycle<'a>(
+    others: impl Iterator<Item = &'a ExpansionTemplate> + Clone,
+    template: &ExpansionTemplate,
+) -> bool {
+    let mut seen = BTreeSet::new();
+    // Through at least one other template (a template applying to its own kind is not a
+    // cycle of the graph gator keeps).
+    let mut pending: Vec<Gvk> = others
+        .clone()
+        .filter(|t| t.applies_to(&template.generated))
+        .map(|t| t.generated.clone())
         .collect();
-    // Kahn's algorithm: a graph is acyclic when every vertex can be removed in turn.
-    let mut incoming = vec![0usize; templates.len()];
-    for targets in next.values() {
-        for &to in targets {
-            incoming[to] += 1;
+    while let Some(kind) = pending.pop() {
+        if template.applies_to(&kind) {
+            return true;
         }
-    }
-    let mut free: Vec<usize> = (0..templates.len()).filter(|&v| incoming[v] == 0).collect();
-    let mut removed = 0;
-    while let Some(vertex) = free.pop() {
-        removed += 1;
-        for &to in &next[&vertex] {
-            incoming[to] -= 1;
-            if incoming[to] == 0 {
-                free.push(to);
-            }
+        if !seen.insert(kind.clone()) {
+            continue;
         }
+        pending.extend(
+            others
+                .clone()
+                .filter(|t| t.applies_to(&kind))
+                .map(|t| t.generated.clone())
+                .filter(|g| !seen.contains(g)),
+        );
     }
-    removed < templates.len()
+    false
 }
 
 /// The resource `template` makes of `object` (Gatekeeper's `expandResource`): a copy of the

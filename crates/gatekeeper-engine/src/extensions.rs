@@ -18,6 +18,11 @@ pub(crate) fn register(engine: &mut regorus::Engine, v1: bool) -> anyhow::Result
         2,
         Box::new(crate::regexmatch::extension),
     )?;
+    engine.add_extension(
+        crate::goarith::NAME.to_string(),
+        3,
+        Box::new(crate::goarith::extension),
+    )?;
     engine.add_extension("upper".to_string(), 1, Box::new(|p| Ok(go_case(&p, true))))?;
     engine.add_extension("lower".to_string(), 1, Box::new(|p| Ok(go_case(&p, false))))?;
     crate::limits::register(engine)?;
@@ -31,7 +36,11 @@ pub(crate) fn register(engine: &mut regorus::Engine, v1: bool) -> anyhow::Result
 pub(crate) fn provides(name: &str, v1: bool) -> bool {
     matches!(
         name,
-        crate::gosprintf::NAME | crate::regexmatch::NAME | "numbers.range" | "numbers.range_step"
+        crate::gosprintf::NAME
+            | crate::regexmatch::NAME
+            | crate::goarith::NAME
+            | "numbers.range"
+            | "numbers.range_step"
     ) || (!v1 && crate::deprecated::is_deprecated(name))
 }
 

@@ -359,7 +359,10 @@ mod tests {
             sprintf("%d %t %x", &v("[true, null, [1]]")),
             "%!d(string=true) %!t(string=null) 5b315d"
         );
-        assert_eq!(sprintf("%v", &v("[1, [], null]")), "1%!(EXTRA string=[], string=null)");
+        assert_eq!(
+            sprintf("%v", &v("[1, [], null]")),
+            "1%!(EXTRA string=[], string=null)"
+        );
         assert_eq!(
             sprintf("%s %v", &v("[18446744073709551616, 18446744073709551616]")),
             "18446744073709551616 18446744073709551616"

@@ -26,6 +26,7 @@ mod error;
 mod expander;
 mod expansion;
 mod extensions;
+mod goarith;
 pub mod goregex;
 mod gosprintf;
 mod gotext;
@@ -44,6 +45,7 @@ mod review;
 mod rewrite;
 mod rewrite_names;
 mod schema;
+mod spanedit;
 mod template;
 pub mod verify;
 
@@ -53,7 +55,7 @@ pub use engine::{
     ReviewOutcome, sort_results,
 };
 pub use error::EngineError;
-pub use expander::{ExpansionSet, MAX_EXPANSION_DEPTH, Resultant, ReviewedAs};
+pub use expander::{ExpansionSet, MAX_EXPANSION_DEPTH, MAX_RESULTANTS, Resultant, ReviewedAs};
 pub use expansion::{
     ApplyTo, EXPANSION_GROUP, ExpansionError, ExpansionTemplate, Gvk, MUTATION_GROUP,
     MUTATOR_KINDS, is_expansion_template, is_mutator,

@@ -524,6 +524,8 @@ fn cel_results<'c>(
 fn opa_wording(text: &str) -> String {
     const COMPLETE: &str = "rule conflicts with rule at ";
     const FUNCTIONS: &str = "functions must not produce multiple outputs for same inputs";
+    // One body of a complete rule giving several values (`v = x { x := a[_] }`).
+    const ONE_BODY: &str = "rules must not produce multiple outputs";
     let (location, message) = match text.split_once(": ") {
         Some((location, message)) if location.starts_with("template") => (location, message),
         _ => return text.to_string(),
@@ -533,6 +535,15 @@ fn opa_wording(text: &str) -> String {
         let first = other.rsplit_once(':').map_or(location, |(at, _column)| at);
         return format!(
             "{first}: eval_conflict_error: complete rules must not produce multiple outputs"
+        );
+    }
+    // An object comprehension giving one key two values.
+    if message.starts_with("value for key ") && message.contains(" generated multiple times: ") {
+        return format!("{location}: eval_conflict_error: object keys must be unique");
+    }
+    if message == ONE_BODY {
+        return format!(
+            "{location}: eval_conflict_error: complete rules must not produce multiple outputs"
         );
     }
     if message.starts_with(FUNCTIONS) {

@@ -442,7 +442,8 @@ mod tests {
 
     #[test]
     fn negated_refs_guard_dotted_indexes() {
-        let src = "  not data.inventory.namespace[input.ns][\"v1\"][x]\n  not a[b]\n  not f(x)[c.d]\n";
+        let src =
+            "  not data.inventory.namespace[input.ns][\"v1\"][x]\n  not a[b]\n  not f(x)[c.d]\n";
         assert_eq!(
             hoist_not_call_args(src),
             "  _ = input.ns; not data.inventory.namespace[input.ns][\"v1\"][x]\n  not a[b]\n  not f(x)[c.d]\n"

@@ -41,7 +41,66 @@ pub(crate) fn rename_comprehension_locals(src: &str) -> String {
             inserts.push((position, LOCAL_PREFIX.to_string()));
         }
     }
+    inserts.extend(some_in_comprehensions(src, &mask));
     insert_all(src, inserts)
+}
+
+/// Renames, inside each comprehension, the variables its body declares with `some` (`some x`,
+/// `some x, y`, `some k, v in xs`): OPA scopes them to the comprehension even when the rule
+/// body has a variable of the same name, where regorus says `duplicated definition of local
+/// variable`.
+fn some_in_comprehensions(src: &str, mask: &[bool]) -> Vec<(usize, String)> {
+    let bytes = src.as_bytes();
+    let mut inserts = Vec::new();
+    // Brackets inside a rule (a top-level `{` is a rule body, whose `some` is the rule's own).
+    let mut nested = Vec::new();
+    let mut depth = 0usize;
+    for (i, &b) in bytes.iter().enumerate() {
+        if !mask[i] {
+            continue;
+        }
+        match b {
+            b'[' | b'{' | b'(' => {
+                if depth > 0 && b != b'(' {
+                    nested.push(i);
+                }
+                depth += 1;
+            }
+            b']' | b'}' | b')' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    for open in nested {
+        let Some(close) = matching_paren(bytes, mask, open) else {
+            continue;
+        };
+        let Some(&bar) =
+            top_level_positions(&src[open + 1..close], &mask[open + 1..close], b'|').first()
+        else {
+            continue;
+        };
+        let body = open + 1 + bar + 1;
+        let mut names = Vec::new();
+        for at in word_positions(src, mask, "some", body, close) {
+            let declared = src[at + 4..close]
+                .split(['\n', ';'])
+                .next()
+                .unwrap_or_default();
+            let declared = declared.split(" in ").next().unwrap_or_default();
+            names.extend(
+                declared
+                    .split(',')
+                    .map(str::trim)
+                    .filter(|n| !n.is_empty() && n.bytes().all(is_ident) && *n != "_"),
+            );
+        }
+        for name in names {
+            for position in word_positions(src, mask, name, open + 1, close) {
+                inserts.push((position, LOCAL_PREFIX.to_string()));
+            }
+        }
+    }
+    inserts
 }
 
 /// Whether a bracket's contents are a comprehension (`term | body` at depth 0).

@@ -311,20 +311,12 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
         })?;
         sources.push((module, rewrite::rewrite(source, code.v1)));
     }
-    let (mut engine, package, empty_calls) = load(name, code.v1, &sources)?;
-    if !empty_calls.is_empty() {
-        // OPA reads `rule()` of such a rule as the rule's value; so does regorus without the
-        // parentheses.
+    let (mut engine, package, edits) = load(name, code.v1, &sources)?;
+    if !edits.is_empty() {
         for (module, source) in &mut sources {
-            let mut calls: Vec<_> = empty_calls.iter().filter(|c| &c.file == module).collect();
-            calls.sort_by_key(|c| std::cmp::Reverse(c.start));
-            for call in calls {
-                if call.start <= call.end
-                    && source.is_char_boundary(call.start)
-                    && source.is_char_boundary(call.end)
-                {
-                    source.replace_range(call.start..call.end, "");
-                }
+            let mine: Vec<_> = edits.iter().filter(|e| &e.file == module).collect();
+            if !mine.is_empty() {
+                *source = crate::spanedit::apply(source, &mine);
             }
         }
         (engine, _, _) = load(name, code.v1, &sources)?;
@@ -343,13 +335,13 @@ fn compile(name: &str, code: &RegoCode) -> Result<(regorus::Engine, String), Eng
 }
 
 /// One regorus engine with the (rewritten) `sources`, the entry module first, checked by
-/// [`crate::analysis::check`]; returns it with the entry package and the empty-parenthesis
-/// calls of complete rules found.
+/// [`crate::analysis::check`]; returns it with the entry package and the source edits that
+/// make regorus evaluate the modules as OPA does.
 fn load(
     name: &str,
     v1: bool,
     sources: &[(String, String)],
-) -> Result<(regorus::Engine, String, Vec<crate::analysis::EmptyCall>), EngineError> {
+) -> Result<(regorus::Engine, String, Vec<crate::analysis::SourceEdit>), EngineError> {
     let bad = |reason: String| {
         invalid(
             name,
@@ -383,7 +375,7 @@ fn load(
         )));
     }
     let modules = engine.get_modules().clone();
-    let empty_calls = crate::analysis::check(&modules, v1).map_err(|refusal| match refusal {
+    let edits = crate::analysis::check(&modules, v1).map_err(|refusal| match refusal {
         crate::analysis::Refusal::Invalid(text) => invalid(
             name,
             format!("unable to compile modules: 1 error occurred: {text}"),
@@ -393,7 +385,7 @@ fn load(
             feature,
         },
     })?;
-    Ok((engine, package, empty_calls))
+    Ok((engine, package, edits))
 }
 
 fn inventory_root() -> regorus::Value {

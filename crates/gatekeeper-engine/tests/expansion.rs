@@ -491,3 +491,108 @@ fn expansion_templates_are_read_from_objects_for_callers() {
         &workload_expansions()[0]
     ));
 }
+
+/// Issue 26 §5: templates two per level (43: 21 levels of two, one more beside) would make
+/// 2^21 resultants, as Gatekeeper applies every template to every resultant. The expansion
+/// stops at `MAX_RESULTANTS` with an error naming the limit and the templates, quickly and
+/// without building them; a review through the engine reports it the same way.
+#[test]
+fn fan_out_of_resultants_is_bounded_with_an_error_naming_the_templates() {
+    let mut objects: Vec<Value> = (0..21)
+        .flat_map(|level| {
+            let from = format!("K{level}");
+            let to = format!("K{}", level + 1);
+            ["a", "b"].map(|side| {
+                expansion(
+                    &format!("level{level:02}-{side}"),
+                    ("example.com", &from),
+                    // Every resultant has `metadata`, so each level expands again.
+                    "metadata",
+                    ("example.com", &to),
+                    "",
+                )
+            })
+        })
+        .collect();
+    objects.push(expansion(
+        "beside",
+        ("example.com", "Other"),
+        "spec",
+        ("", "Pod"),
+        "",
+    ));
+    assert_eq!(objects.len(), 43);
+    let templates: Vec<ExpansionTemplate> = objects
+        .iter()
+        .map(|object| ExpansionTemplate::from_object(object).unwrap())
+        .collect();
+    let set = ExpansionSet::from_templates(templates).unwrap();
+    let object = json!({"apiVersion": "example.com/v1", "kind": "K0", "metadata": {"name": "root"}, "spec": {"spec": {}}});
+    let started = std::time::Instant::now();
+    let error = set.expand(&object).unwrap_err().to_string();
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert!(
+        error.contains(&format!(
+            "more than {} resultants (the embedded engine's limit per object) through ExpansionTemplates level00-a, level00-b",
+            gatekeeper_engine::MAX_RESULTANTS
+        )),
+        "{error}"
+    );
+    assert!(error.contains("and 32 more"), "{error}");
+    assert!(!error.contains("beside"), "{error}");
+    // Nine levels (2^10 - 2 = 1022 resultants) pass the limit too; eight (510) do not.
+    let shallow = json!({"apiVersion": "example.com/v1", "kind": "K13", "metadata": {"name": "r"}, "spec": {"spec": {}}});
+    assert_eq!(set.expand(&shallow).unwrap().len(), 510);
+    assert!(set.reviewed_as(&Gvk::of(&object)).len() <= gatekeeper_engine::MAX_RESULTANTS + 2);
+    objects.push(name_everything());
+    objects.push(constraint("all", json!({})));
+    objects.push(object);
+    let started = std::time::Instant::now();
+    let outcome = Engine::new(objects, EngineOptions::default()).and_then(|e| e.review_all());
+    assert!(started.elapsed() < std::time::Duration::from_secs(10));
+    let error = format!("{:?}", outcome.expect_err("the expansion fails"));
+    assert!(
+        error.contains("resultants (the embedded engine's limit per object)"),
+        "{error}"
+    );
+}
+
+/// Issue 26 §6: 2,000 unrelated ExpansionTemplates join in well under a second each, and the
+/// cycle check still refuses a template closing a cycle among them.
+#[test]
+fn thousands_of_unrelated_templates_join_near_linearly() {
+    let templates: Vec<ExpansionTemplate> = (0..2_000)
+        .map(|i| {
+            ExpansionTemplate::from_object(&expansion(
+                &format!("unrelated-{i:04}"),
+                ("example.com", &format!("From{i}")),
+                "spec",
+                ("example.com", &format!("To{i}")),
+                "",
+            ))
+            .unwrap()
+        })
+        .collect();
+    let started = std::time::Instant::now();
+    let mut set = ExpansionSet::from_templates(templates).unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    assert_eq!(set.templates().len(), 2_000);
+    let back = ExpansionTemplate::from_object(&expansion(
+        "back",
+        ("example.com", "To7"),
+        "spec",
+        ("example.com", "From7"),
+        "",
+    ))
+    .unwrap();
+    let error = set.upsert(back).unwrap_err().to_string();
+    assert_eq!(
+        error,
+        "error upserting template back: template forms expansion cycle"
+    );
+    assert_eq!(set.templates().len(), 2_000);
+}

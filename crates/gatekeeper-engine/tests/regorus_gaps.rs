@@ -148,11 +148,49 @@ fn v0_complete_rule_of_several_definitions_called_with_empty_parentheses() {
     );
     assert!(messages(rego, &[], thing(json!({}))).is_empty());
     let untyped = "package gap\nname = n { n := input.review.object.spec.name }\nviolation[{\"msg\": name()}] { true }\n";
-    assert_eq!(messages(untyped, &[], thing(json!({"name": "x"}))), vec!["x"]);
+    assert_eq!(
+        messages(untyped, &[], thing(json!({"name": "x"}))),
+        vec!["x"]
+    );
     let undefined = "package gap\nviolation[{\"msg\": \"m\"}] { get_hosts() }\n";
     let error = common::refusal(undefined, &[], false);
     assert!(
         error.contains("template:2: rego_type_error: undefined function get_hosts"),
         "{error}"
+    );
+}
+
+/// Issue 25 §3: one body of a complete rule giving several values is OPA's conflict error, in
+/// OPA's words at the rule's line (gator v3.21.1 checked).
+#[test]
+fn one_body_with_several_values_is_opas_conflict_error() {
+    let rego = "package gap\nv = x { x := input.review.object.spec.b[_] }\nviolation[{\"msg\": sprintf(\"%v\", [v])}] { true }\n";
+    assert_eq!(messages(rego, &[], thing(json!({"b": [2]}))), vec!["2"]);
+    assert_eq!(
+        messages(rego, &[], thing(json!({"b": [2, 3]}))),
+        vec!["template:2: eval_conflict_error: complete rules must not produce multiple outputs"]
+    );
+}
+
+/// Issue 25 §3: an object comprehension giving one key two values is OPA's conflict error in
+/// OPA's words (gator v3.21.1 checked).
+#[test]
+fn object_keys_given_twice_are_opas_conflict_error() {
+    let rego = "package gap\nviolation[{\"msg\": \"dup\"}] {\n  x := {k: v | v := input.review.object.spec.b[_]; k := \"a\"}\n  x.a\n}\n";
+    assert_eq!(messages(rego, &[], thing(json!({"b": [2]}))), vec!["dup"]);
+    assert_eq!(
+        messages(rego, &[], thing(json!({"b": [2, 3]}))),
+        vec!["template:3: eval_conflict_error: object keys must be unique"]
+    );
+}
+
+/// Issue 25 §3: `some x` in a comprehension declares a local of its own even when the rule
+/// body binds `x` (gator v3.21.1 checked: `dupsome:1`).
+#[test]
+fn some_in_a_comprehension_rebinds_a_name_locally() {
+    let rego = "package gap\nviolation[{\"msg\": sprintf(\"%v %v\", [x, ys])}] {\n  x := input.review.object.spec.a\n  ys := {y | some x; y := input.review.object.spec.b[x]}\n  count(ys) > 0\n}\n";
+    assert_eq!(
+        messages(rego, &[], thing(json!({"a": 1, "b": [2]}))),
+        vec!["1 {2}"]
     );
 }
