@@ -11,10 +11,10 @@ use serde_json::Value;
 use crate::ci;
 use crate::live::{self, RegionsFileChoice};
 use crate::malformed;
-use crate::manifests::{self, Loaded};
 use crate::render::{self, CheckReport};
-use crate::yaml::parse_documents;
 use crate::{CheckArgs, OutputFormat};
+use manifest_input::manifests::{self, Loaded};
+use manifest_input::yaml::parse_documents;
 
 /// Why `jobcheck check` stopped without a report.
 #[derive(Debug)]

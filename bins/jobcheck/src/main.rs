@@ -13,10 +13,8 @@ mod check;
 mod ci;
 mod live;
 mod malformed;
-mod manifests;
 mod policy_cmd;
 mod render;
-mod yaml;
 
 use std::io::Write;
 use std::path::PathBuf;

@@ -20,9 +20,9 @@ use admission_core::{
 use serde_json::Value;
 
 use crate::malformed::Malformed;
-use crate::manifests::Loaded;
 use crate::render::CheckReport;
-use crate::yaml::positions::{self, DocumentPositions};
+use manifest_input::manifests::Loaded;
+use manifest_input::yaml::positions::{self, DocumentPositions};
 
 /// Where the manifest at `index` of `loaded` (and the field at `pointer` in it) is.
 pub(crate) fn location_of(loaded: &Loaded, index: usize, pointer: Option<&str>) -> Location {
