@@ -58,6 +58,7 @@ fn run(args: Vec<String>) -> Result<()> {
         [bench_jobcheck::MEASURE, jobcheck, corpus] => bench_jobcheck::measure(jobcheck, corpus),
         ["tidy"] => tidy::check(),
         ["image", rest @ ..] => image::run(rest),
+        ["man"] => man(),
         ["chart"] => util::tests(SYSTEM_TESTS, &CHART_TESTS, &[]),
         ["parity"] => parity(&[]),
         ["parity", "--gator", path] => parity(&[("GATOR_BIN", path)]),
@@ -66,10 +67,32 @@ fn run(args: Vec<String>) -> Result<()> {
             util::tests(SYSTEM_TESTS, &["opa_live"], &[("OPA_DIFF_RECORD", "1")])
         }
         _ => bail!(
-            "usage: cargo xtask test | fixtures [--check] | bench <{}> | tidy | image [--tag REF] [--out PATH] | chart | parity [--gator PATH] | opa-diff [--record]",
+            "usage: cargo xtask test | fixtures [--check] | bench <{}> | tidy | image [--tag REF] [--out PATH] | man | chart | parity [--gator PATH] | opa-diff [--record]",
             bench::NAMES.join("|")
         ),
     }
+}
+
+/// `target/man/jobcheck.1` and `target/man/workload-report.1`: each binary renders its own page
+/// from its clap definition (`clap_mangen`, through its hidden `man` subcommand).
+fn man() -> Result<()> {
+    let dir = std::path::Path::new("target/man");
+    std::fs::create_dir_all(dir)?;
+    for binary in ["jobcheck", "workload-report"] {
+        let output = std::process::Command::new(std::env::var("CARGO").unwrap_or("cargo".into()))
+            .args(["run", "--quiet", "--locked", "-p", binary, "--", "man"])
+            .output()?;
+        if !output.status.success() {
+            bail!(
+                "{binary} man failed: {}",
+                String::from_utf8_lossy(&output.stderr)
+            );
+        }
+        let page = dir.join(format!("{binary}.1"));
+        std::fs::write(&page, output.stdout)?;
+        println!("wrote {}", page.display());
+    }
+    Ok(())
 }
 
 /// The whole suite, in the order that fails fastest.

@@ -8,13 +8,13 @@ use admission_core::{RegionPolicy, Verdict};
 use policy_client::{MAX_BODY_BYTES, REGION_NAME_RULE, is_valid_region_name};
 use serde_json::Value;
 
-use crate::ci::{self, CiReport};
+use crate::ci;
 use crate::live::{self, RegionsFileChoice};
 use crate::malformed;
-use crate::manifests::{self, Loaded};
 use crate::render::{self, CheckReport};
-use crate::yaml::parse_documents;
 use crate::{CheckArgs, OutputFormat};
+use manifest_input::manifests::{self, Loaded};
+use manifest_input::yaml::parse_documents;
 
 /// Why `jobcheck check` stopped without a report.
 #[derive(Debug)]
@@ -117,7 +117,7 @@ pub(crate) fn run(args: &CheckArgs) -> Result<Report, CheckError> {
         OutputFormat::Json => render::json(&report).map_err(CheckError::Failed)?,
         OutputFormat::Yaml => render::yaml(&report).map_err(CheckError::Failed)?,
         OutputFormat::Sarif | OutputFormat::Junit | OutputFormat::Github => {
-            let ci = CiReport::build(
+            let ci = ci::build_report(
                 &report,
                 &loaded,
                 &malformed,

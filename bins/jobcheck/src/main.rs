@@ -13,16 +13,14 @@ mod check;
 mod ci;
 mod live;
 mod malformed;
-mod manifests;
 mod policy_cmd;
 mod render;
-mod yaml;
 
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{CommandFactory, Parser, Subcommand, ValueEnum};
 
 /// Loading a large manifest stream allocates and frees every key and value of every manifest;
 /// mimalloc makes that markedly cheaper than the system allocator (`cargo xtask bench jobcheck`).
@@ -43,6 +41,14 @@ enum Command {
     Check(CheckArgs),
     /// Show one region's deployed job-validation policy.
     Policy(PolicyArgs),
+    /// Print a shell completion script (`source <(jobcheck completion bash)`).
+    Completion {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), as `cargo xtask man` writes it.
+    #[command(hide = true)]
+    Man,
 }
 
 /// Output formats of `jobcheck check`.
@@ -181,6 +187,21 @@ fn main() -> ExitCode {
     match cli.command {
         Command::Check(args) => finish(check::run(&args)),
         Command::Policy(args) => policy_cmd::run(&args),
+        Command::Completion { shell } => {
+            clap_complete::generate(
+                shell,
+                &mut Cli::command(),
+                "jobcheck",
+                &mut std::io::stdout(),
+            );
+            ExitCode::SUCCESS
+        }
+        Command::Man => {
+            match clap_mangen::Man::new(Cli::command()).render(&mut std::io::stdout()) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(_) => ExitCode::from(1),
+            }
+        }
     }
 }
 

@@ -498,3 +498,25 @@ fn help_lists_the_environment_and_the_exit_codes() {
         }
     }
 }
+
+#[test]
+fn completions_and_the_man_page_come_from_the_cli_definition() {
+    for (shell, marker) in [
+        ("bash", "complete -F"),
+        ("zsh", "#compdef jobcheck"),
+        ("fish", "complete -c jobcheck"),
+    ] {
+        let output = jobcheck(&["completion", shell]);
+        assert_eq!(output.status.code(), Some(0), "{shell}");
+        let script = text(&output.stdout);
+        assert!(script.contains(marker), "{shell}: {script}");
+        assert!(script.contains("fail-on-unknown"), "{shell}");
+    }
+    let man = jobcheck(&["man"]);
+    assert_eq!(man.status.code(), Some(0));
+    let page = text(&man.stdout);
+    assert!(
+        page.starts_with(".ie") || page.contains(".TH jobcheck"),
+        "{page}"
+    );
+}

@@ -40,6 +40,14 @@ enum Command {
     Eval(cmd_eval::EvalArgs),
     /// Run gator verify Suite files against the embedded engine, like `gator verify`.
     Verify(cmd_verify::VerifyArgs),
+    /// Print a shell completion script (`source <(workload-report completion bash)`).
+    Completion {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the man page (roff), as `cargo xtask man` writes it.
+    #[command(hide = true)]
+    Man,
 }
 
 fn main() -> ExitCode {
@@ -61,6 +69,20 @@ fn main() -> ExitCode {
         Command::Explain(args) => cmd_explain::run(args),
         Command::Eval(args) => cmd_eval::run(args),
         Command::Verify(args) => cmd_verify::run(args),
+        Command::Completion { shell } => {
+            let mut command = <Cli as clap::CommandFactory>::command();
+            clap_complete::generate(
+                shell,
+                &mut command,
+                "workload-report",
+                &mut std::io::stdout(),
+            );
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Man => clap_mangen::Man::new(<Cli as clap::CommandFactory>::command())
+            .render(&mut std::io::stdout())
+            .map(|()| ExitCode::SUCCESS)
+            .map_err(anyhow::Error::from),
     };
     match outcome {
         Ok(code) => code,

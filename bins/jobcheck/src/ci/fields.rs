@@ -5,7 +5,7 @@
 use admission_core::Check;
 use serde_json::Value;
 
-use crate::yaml::positions::escape;
+use manifest_input::yaml::positions::escape;
 
 /// The pointer of the field behind an issue of `check` with `message`, if it can be found.
 pub(crate) fn offending_field(manifest: &Value, check: Check, message: &str) -> Option<String> {

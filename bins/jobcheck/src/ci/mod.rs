@@ -9,9 +9,9 @@
 //! and never fails anything.
 
 mod fields;
-pub(crate) mod github;
-pub(crate) mod junit;
-pub(crate) mod sarif;
+
+pub(crate) use finding_render::{CiReport, Finding, Level, Location, ManifestCase, RegionCases};
+pub(crate) use finding_render::{github, junit, sarif};
 
 use admission_core::{
     AdmissionIssue, Check, RegionPolicy, RegionVerdict, Verdict, evaluate_manifest, manifest_label,
@@ -20,28 +20,9 @@ use admission_core::{
 use serde_json::Value;
 
 use crate::malformed::Malformed;
-use crate::manifests::Loaded;
 use crate::render::CheckReport;
-use crate::yaml::positions::{self, DocumentPositions};
-
-/// Where a finding points.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Location {
-    /// The manifest file as given, `-` for stdin.
-    pub(crate) file: String,
-    /// The 1-based line, when it could be found.
-    pub(crate) line: Option<usize>,
-}
-
-impl std::fmt::Display for Location {
-    /// `file:line`, or the file alone when the line is not known.
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self.line {
-            Some(line) => write!(f, "{}:{line}", self.file),
-            None => f.write_str(&self.file),
-        }
-    }
-}
+use manifest_input::manifests::Loaded;
+use manifest_input::yaml::positions::{self, DocumentPositions};
 
 /// Where the manifest at `index` of `loaded` (and the field at `pointer` in it) is.
 pub(crate) fn location_of(loaded: &Loaded, index: usize, pointer: Option<&str>) -> Location {
@@ -65,63 +46,6 @@ pub(crate) fn location_of(loaded: &Loaded, index: usize, pointer: Option<&str>) 
         file: "-".to_owned(),
         line: None,
     }
-}
-
-/// How serious a finding is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Level {
-    /// An issue: the region would reject the manifest.
-    Error,
-    /// An advisory warning: the region admits it, the cluster may still refuse its pods.
-    Warning,
-}
-
-/// One issue or warning.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct Finding {
-    /// The check (`images`, `limit_range`, …).
-    pub(crate) check: String,
-    /// Error or warning.
-    pub(crate) level: Level,
-    /// The reference's message text.
-    pub(crate) message: String,
-    /// Where it points.
-    pub(crate) location: Location,
-}
-
-/// One mapping manifest and what a region found in it.
-#[derive(Debug, Clone)]
-pub(crate) struct ManifestCase {
-    /// Its `Kind/name` label.
-    pub(crate) label: String,
-    /// Where the manifest starts.
-    pub(crate) location: Location,
-    /// The region's findings, issues first.
-    pub(crate) findings: Vec<Finding>,
-}
-
-/// One region's outcome.
-#[derive(Debug, Clone)]
-pub(crate) struct RegionCases {
-    /// The region.
-    pub(crate) region: String,
-    /// Its verdict.
-    pub(crate) verdict: Verdict,
-    /// Why it could not be read (`unknown` only).
-    pub(crate) reason: Option<String>,
-    /// Every mapping manifest, in order (without findings for an unreadable region).
-    pub(crate) manifests: Vec<ManifestCase>,
-    /// Findings about several manifests together (namespace totals over a ResourceQuota).
-    pub(crate) together: Vec<Finding>,
-}
-
-/// Everything the CI formats print.
-#[derive(Debug, Clone)]
-pub(crate) struct CiReport {
-    /// One entry per region, in the order read.
-    pub(crate) regions: Vec<RegionCases>,
-    /// Cross-region drift, one line per field (`max_gpu_count: us-east-1: 16, us-east-2: 8`).
-    pub(crate) drift: Vec<String>,
 }
 
 /// One mapping manifest of the input, located.
@@ -156,43 +80,41 @@ impl Located<'_> {
     }
 }
 
-impl CiReport {
-    /// Builds the report from the check's payload, its manifests (with their texts) and the
-    /// region reads the payload came from. `strict`: warnings were promoted to issues.
-    pub(crate) fn build(
-        report: &CheckReport,
-        loaded: &Loaded,
-        malformed: &[Malformed],
-        policies: &[RegionPolicy],
-        strict: bool,
-    ) -> Self {
-        let located = locate(loaded, malformed);
-        let regions = report
-            .verdicts
-            .iter()
-            .map(|verdict| {
-                let policy = policies
-                    .iter()
-                    .find(|p| p.region == verdict.region)
-                    .and_then(RegionPolicy::readable_policy);
-                region_cases(verdict, policy, &located, strict)
-            })
-            .collect();
-        let drift = report
-            .policy_drift
-            .iter()
-            .map(|item| {
-                let mut values: Vec<String> = item
-                    .values
-                    .iter()
-                    .map(|(region, value)| format!("{region}: {}", py_str(value)))
-                    .collect();
-                values.sort();
-                format!("{}: {}", item.field, values.join(", "))
-            })
-            .collect();
-        Self { regions, drift }
-    }
+/// Builds the report from the check's payload, its manifests (with their texts) and the
+/// region reads the payload came from. `strict`: warnings were promoted to issues.
+pub(crate) fn build_report(
+    report: &CheckReport,
+    loaded: &Loaded,
+    malformed: &[Malformed],
+    policies: &[RegionPolicy],
+    strict: bool,
+) -> CiReport {
+    let located = locate(loaded, malformed);
+    let regions = report
+        .verdicts
+        .iter()
+        .map(|verdict| {
+            let policy = policies
+                .iter()
+                .find(|p| p.region == verdict.region)
+                .and_then(RegionPolicy::readable_policy);
+            region_cases(verdict, policy, &located, strict)
+        })
+        .collect();
+    let drift = report
+        .policy_drift
+        .iter()
+        .map(|item| {
+            let mut values: Vec<String> = item
+                .values
+                .iter()
+                .map(|(region, value)| format!("{region}: {}", py_str(value)))
+                .collect();
+            values.sort();
+            format!("{}: {}", item.field, values.join(", "))
+        })
+        .collect();
+    CiReport { regions, drift }
 }
 
 /// Every mapping manifest with its label, file and document positions.

@@ -14,13 +14,13 @@ use quick_xml::Writer;
 use quick_xml::events::{BytesDecl, BytesText, Event};
 use quick_xml::writer::ElementWriter;
 
-use super::{CiReport, Finding, Level, Location, RegionCases};
+use crate::{CiReport, Finding, Level, Location, RegionCases};
 
 /// The testcase that holds findings about several manifests together.
 const TOGETHER: &str = "(manifests together)";
 
 /// The report as an XML document with a trailing newline.
-pub(crate) fn render(report: &CiReport) -> String {
+pub fn render(report: &CiReport) -> String {
     let mut writer = Writer::new_with_indent(Vec::new(), b' ', 2);
     // Writing to a Vec cannot fail.
     let _ = write_report(&mut writer, report);

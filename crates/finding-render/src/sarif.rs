@@ -10,7 +10,7 @@
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde_json::{Value, json};
 
-use super::{CiReport, Finding, Level, Location};
+use crate::{CiReport, Finding, Level, Location};
 
 /// Every check a result can name, in the order the rules are listed.
 const RULES: [(&str, &str); 9] = [
@@ -61,7 +61,7 @@ const PATH: &AsciiSet = &NON_ALPHANUMERIC
     .remove(b'/');
 
 /// The SARIF log, pretty-printed, with a trailing newline.
-pub(crate) fn render(report: &CiReport) -> String {
+pub fn render(report: &CiReport) -> String {
     let mut results = Vec::new();
     let mut notifications = Vec::new();
     for region in &report.regions {

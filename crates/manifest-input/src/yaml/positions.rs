@@ -13,16 +13,16 @@ use yaml_rust2::scanner::{Marker, TScalarStyle};
 
 /// One document's lines: where it starts and where each of its keys and list items stands.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub(crate) struct DocumentPositions {
+pub struct DocumentPositions {
     /// The 1-based line of the document's first node.
-    pub(crate) line: usize,
+    pub line: usize,
     /// The 1-based line of each field, by JSON pointer (`/spec/template/spec/containers/0/image`).
     fields: HashMap<String, usize>,
 }
 
 impl DocumentPositions {
     /// The line of `pointer`, or of its nearest ancestor that could be found, or the document's.
-    pub(crate) fn line_of(&self, pointer: &str) -> usize {
+    pub fn line_of(&self, pointer: &str) -> usize {
         let mut pointer = pointer;
         loop {
             if let Some(line) = self.fields.get(pointer) {
@@ -38,7 +38,7 @@ impl DocumentPositions {
 
 /// The positions of the `expected` non-null documents of `text`, or `None` when they cannot be
 /// told apart reliably.
-pub(crate) fn locate(text: &str, expected: usize) -> Option<Vec<DocumentPositions>> {
+pub fn locate(text: &str, expected: usize) -> Option<Vec<DocumentPositions>> {
     let text = bounded_input::strip_bom(text);
     let mut locator = Locator::default();
     Parser::new_from_str(text).load(&mut locator, true).ok()?;
@@ -51,7 +51,7 @@ pub(crate) fn locate(text: &str, expected: usize) -> Option<Vec<DocumentPosition
 }
 
 /// JSON pointer escaping of one key (`~` → `~0`, `/` → `~1`).
-pub(crate) fn escape(key: &str) -> String {
+pub fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 

@@ -9,7 +9,7 @@
 
 mod anchors;
 mod convert;
-pub(crate) mod positions;
+pub mod positions;
 mod split;
 
 use serde_json::Value;
@@ -20,7 +20,7 @@ const PARALLEL_FROM_BYTES: usize = 256 * 1024;
 
 /// Parses every YAML document of `text` into JSON values, rejecting excessive nesting (before
 /// any parser sees the text), anchors and aliases, and dropping `null` documents.
-pub(crate) fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
+pub fn parse_documents(text: &str) -> Result<Vec<Value>, String> {
     // A leading byte-order mark is not content (PyYAML and kubectl skip it).
     let text = bounded_input::strip_bom(text);
     let workers = if text.len() < PARALLEL_FROM_BYTES {

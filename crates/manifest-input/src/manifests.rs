@@ -20,35 +20,35 @@ use serde_json::Value;
 use crate::yaml::parse_documents;
 
 /// The largest manifest file (or stdin) read.
-pub(crate) const MANIFEST_FILE_CAP: u64 = 8 * 1024 * 1024;
+pub const MANIFEST_FILE_CAP: u64 = 8 * 1024 * 1024;
 /// The most read over all the files of a manifest directory.
-pub(crate) const MANIFESTS_TOTAL_CAP: u64 = 64 * 1024 * 1024;
+pub const MANIFESTS_TOTAL_CAP: u64 = 64 * 1024 * 1024;
 
 /// The manifests of a `check`, in order, and the files they came from.
 #[derive(Debug, Default)]
-pub(crate) struct Loaded {
+pub struct Loaded {
     /// Every non-null document of every file.
-    pub(crate) manifests: Vec<Value>,
+    pub manifests: Vec<Value>,
     /// The files, in order; their manifests are consecutive runs of `manifests`.
-    pub(crate) sources: Vec<Source>,
+    pub sources: Vec<Source>,
     /// What was skipped, one entry each (`a.yaml: a string document, not a mapping`).
-    pub(crate) skipped: Vec<String>,
+    pub skipped: Vec<String>,
 }
 
 /// One manifest file, or stdin.
 #[derive(Debug)]
-pub(crate) struct Source {
+pub struct Source {
     /// The file's path as given (a directory's entries joined to it), `-` for stdin.
-    pub(crate) name: String,
+    pub name: String,
     /// How many manifests it holds.
-    pub(crate) count: usize,
+    pub count: usize,
     /// Its text, kept only when an output format points at lines.
-    pub(crate) text: Option<String>,
+    pub text: Option<String>,
 }
 
 /// Loads every manifest of every input in order, keeping each file's text when `keep_text`;
 /// the error is a one-line message naming the file.
-pub(crate) fn load(inputs: &[PathBuf], recursive: bool, keep_text: bool) -> Result<Loaded, String> {
+pub fn load(inputs: &[PathBuf], recursive: bool, keep_text: bool) -> Result<Loaded, String> {
     let mut loaded = Loaded::default();
     let mut budget = Budget::new(MANIFESTS_TOTAL_CAP);
     if inputs.iter().filter(|i| *i == Path::new("-")).count() > 1 {
@@ -134,7 +134,7 @@ impl Loaded {
     }
 
     /// The stderr line that counts and names what was skipped, if anything was.
-    pub(crate) fn skipped_line(&self) -> Option<String> {
+    pub fn skipped_line(&self) -> Option<String> {
         match self.skipped.len() {
             0 => None,
             n => Some(format!(

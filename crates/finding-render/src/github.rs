@@ -4,10 +4,10 @@
 
 use std::fmt::Write as _;
 
-use super::{CiReport, Finding, Level};
+use crate::{CiReport, Finding, Level};
 
 /// Every annotation, one per line.
-pub(crate) fn render(report: &CiReport) -> String {
+pub fn render(report: &CiReport) -> String {
     let mut out = String::new();
     for region in &report.regions {
         if let Some(reason) = &region.reason {
