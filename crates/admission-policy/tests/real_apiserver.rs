@@ -138,18 +138,21 @@ fn verdict(status: u16, body: &Value) -> Result<Option<(String, String)>, String
 
 /// Compares one object's evaluation with the API server's answer; the mismatch, if any.
 fn compare(findings: &[Finding], server: Option<(String, String)>) -> Option<String> {
-    let ours: Vec<(String, String)> = findings
-        .iter()
-        .map(|f| {
-            let reason = f.reason.clone().unwrap_or_else(|| "Invalid".into());
-            (f.denial(), reason)
-        })
-        .collect();
+    // The API server evaluates the parameters in its cache's order and each one's validations
+    // in order, and shows its first denied decision: the first finding of one parameter.
+    let mut ours: Vec<(String, String)> = Vec::new();
+    let mut params_seen = Vec::new();
+    for f in findings {
+        if params_seen.contains(&&f.param) {
+            continue;
+        }
+        params_seen.push(&f.param);
+        let reason = f.reason.clone().unwrap_or_else(|| "Invalid".into());
+        ours.push((f.denial(), reason));
+    }
     match server {
         None if ours.is_empty() => None,
         None => Some(format!("the API server admits; we deny: {ours:?}")),
-        // The API server shows its first denied decision; with several parameters, which is
-        // first is its cache's order.
         Some(denial) if ours.contains(&denial) => None,
         Some(denial) => Some(format!(
             "the API server denies {denial:?}; we give {ours:?}"
