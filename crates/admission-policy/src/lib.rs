@@ -56,6 +56,7 @@ mod error;
 mod evaluate;
 mod matching;
 mod params;
+pub use params::MAX_PARAMS_PER_BINDING;
 mod policy;
 mod resources;
 mod selector;
