@@ -35,6 +35,15 @@ pub enum PolicyError {
         /// The compiler's words, naming the expression.
         detail: String,
     },
+    /// An input is beyond one of this crate's limits (nesting, parameters per binding): not
+    /// the API server's verdict, so not a finding.
+    #[error("ValidatingAdmissionPolicy {policy:?}: {detail}")]
+    Limit {
+        /// The policy's name.
+        policy: String,
+        /// Which limit, and by how much.
+        detail: String,
+    },
     /// The object's kind (or a `paramKind`) is not in the [`Resources`](crate::Resources)
     /// table, so its resource name and scope (what the rules match) are unknown.
     #[error(

@@ -226,7 +226,7 @@ impl<'a> Review<'a> {
         let mut findings = Vec::new();
         for param in selected {
             let label = param.map(crate::params::label);
-            for decision in self.decide(policy, param) {
+            for decision in self.decide(policy, param)? {
                 findings.push(match decision {
                     Outcome::Violation { message, reason } => {
                         finding(FindingKind::Violation, message, Some(reason), label.clone())
@@ -241,15 +241,17 @@ impl<'a> Review<'a> {
     }
 
     /// The validator for one parameter (or none): match conditions, then validations.
-    fn decide(&self, policy: &Policy, param: Option<&Value>) -> Vec<Outcome> {
+    /// `Err` when a binding is beyond this crate's limits (not a verdict of the API server's).
+    fn decide(&self, policy: &Policy, param: Option<&Value>) -> Result<Vec<Outcome>, PolicyError> {
+        let limit = |e: k8s_cel::EvalError| PolicyError::Limit {
+            policy: policy.name.clone(),
+            detail: e.to_string(),
+        };
         let keep_error = |message: String| match policy.failure_policy {
             FailurePolicy::Fail => vec![Outcome::Error(message)],
             FailurePolicy::Ignore => Vec::new(),
         };
-        let prepared_params = match PreparedParams::new(param) {
-            Ok(p) => p,
-            Err(e) => return keep_error(e.to_string()),
-        };
+        let prepared_params = PreparedParams::new(param).map_err(limit)?;
         if let Some(conditions) = &policy.conditions {
             // Match conditions see no namespaceObject (the API server passes none).
             let bindings = Bindings {
@@ -258,16 +260,14 @@ impl<'a> Review<'a> {
                 params: param,
                 ..Bindings::default()
             };
-            let decisions = match PreparedBindings::new(&bindings) {
-                Ok(prepared) => conditions
-                    .program
-                    .evaluate_prepared(&prepared, &prepared_params),
-                Err(e) => return keep_error(e.to_string()),
-            };
+            let prepared = PreparedBindings::new(&bindings).map_err(limit)?;
+            let decisions = conditions
+                .program
+                .evaluate_prepared(&prepared, &prepared_params);
             match decisions.as_slice() {
                 [Decision::Violation(v)] if all_held(&v.message) => {}
-                [Decision::Error(e)] => return keep_error(conditions.error_text(e)),
-                _ => return Vec::new(),
+                [Decision::Error(e)] => return Ok(keep_error(conditions.error_text(e))),
+                _ => return Ok(Vec::new()),
             }
         }
         let bindings = Bindings {
@@ -277,14 +277,12 @@ impl<'a> Review<'a> {
             namespace_object: self.namespace_object.as_ref(),
             ..Bindings::default()
         };
-        let decisions = match PreparedBindings::new(&bindings) {
-            Ok(prepared) => policy
-                .validations
-                .program
-                .evaluate_prepared(&prepared, &prepared_params),
-            Err(e) => return keep_error(e.to_string()),
-        };
-        decisions
+        let prepared = PreparedBindings::new(&bindings).map_err(limit)?;
+        let decisions = policy
+            .validations
+            .program
+            .evaluate_prepared(&prepared, &prepared_params);
+        Ok(decisions
             .into_iter()
             .flat_map(|d| match d {
                 Decision::Violation(v) => vec![Outcome::Violation {
@@ -293,7 +291,7 @@ impl<'a> Review<'a> {
                 }],
                 Decision::Error(e) => keep_error(policy.validations.error_text(&e)),
             })
-            .collect()
+            .collect())
     }
 }
 

@@ -11,6 +11,9 @@
 //! record), each with the API server's message ([`Finding::denial`]). **Not for:** reading
 //! clusters or files (the crate is pure), mutating policies.
 //!
+//! [`PolicySet`] is the report's view: every binding of a selected policy is a rule named
+//! `<policy>/<binding>`, evaluated against each object with the cluster's parameters.
+//!
 //! What the API server reports while evaluating (an expression error under
 //! `failurePolicy: Fail`, a binding whose parameters are missing) is a finding, as it is a
 //! denial there; what cannot be answered offline (`authorizer`, `auditAnnotations`, a match
@@ -53,9 +56,11 @@ mod error;
 mod evaluate;
 mod matching;
 mod params;
+pub use params::MAX_PARAMS_PER_BINDING;
 mod policy;
 mod resources;
 mod selector;
+mod set;
 
 pub use error::PolicyError;
 pub use evaluate::{Finding, FindingKind, OPERATION, Review};
@@ -63,3 +68,4 @@ pub use matching::{MatchResources, NamedRule};
 pub use policy::{Binding, FailurePolicy, ParamKind, ParamRef, Policy, ValidationAction};
 pub use resources::{Resource, Resources};
 pub use selector::{LabelSelector, Requirement};
+pub use set::{PolicySet, Rule, RuleOutcome, SetInputs, SetProblem};

@@ -10,6 +10,10 @@ use crate::resources::Resources;
 use crate::selector::labels_of;
 use serde_json::Value;
 
+/// The most parameter objects one binding evaluates for one request: each is a whole
+/// evaluation of the policy, so a selector over a large collection is refused, not run.
+pub const MAX_PARAMS_PER_BINDING: usize = 1_000;
+
 /// The parameters selected: `None` stands for "no parameter" (`params` is null).
 type Selected<'p> = Vec<Option<&'p Value>>;
 
@@ -94,6 +98,16 @@ pub(crate) fn collect<'p>(
         }
         (None, None) => return Ok(Err("one of name or selector must be provided".into())),
     };
+    if selected.len() > MAX_PARAMS_PER_BINDING {
+        return Err(PolicyError::Limit {
+            policy: policy.name().to_owned(),
+            detail: format!(
+                "the binding {:?} selects {} parameters, more than {MAX_PARAMS_PER_BINDING}",
+                binding.name(),
+                selected.len()
+            ),
+        });
+    }
     if selected.is_empty() && param_ref.parameter_not_found_action.as_deref() == Some("Deny") {
         return Ok(Err(
             "no params found for policy binding with `Deny` parameterNotFoundAction".into(),

@@ -265,3 +265,35 @@ fn a_policy_without_match_constraints_is_denied_without_a_binding_name() {
         vec!["ValidatingAdmissionPolicy 'p' denied request: failed to configure policy: policy contained no match constraints, a required field".to_owned()]
     );
 }
+
+#[test]
+fn limits_are_errors_naming_the_policy_not_findings() {
+    let p = policy(json!({
+        "failurePolicy": "Ignore",
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "validations": [{"expression": "true"}],
+    }));
+    let many: Vec<Value> = (0..=admission_policy::MAX_PARAMS_PER_BINDING)
+        .map(|i| limits(&format!("l{i}"), 1, json!({"limits": "yes"})))
+        .collect();
+    let all = binding(json!({"paramRef": {"selector": {}, "parameterNotFoundAction": "Allow"}}));
+    let resources = Resources::default();
+    let (object, ns) = (deployment(1), namespace());
+    let review = Review::new(&object, Some(&ns), &resources).unwrap();
+    let error = review.evaluate(&p, &all, &many, &resources).unwrap_err();
+    assert_eq!(
+        error.to_string(),
+        "ValidatingAdmissionPolicy \"p\": the binding \"b\" selects 1001 parameters, more than 1000"
+    );
+    let mut deep = json!("leaf");
+    for _ in 0..200 {
+        deep = json!({"x": deep});
+    }
+    let mut nested = deployment(1);
+    nested["spec"]["deep"] = deep;
+    let review = Review::new(&nested, Some(&ns), &resources).unwrap();
+    let error = review
+        .evaluate(&p, &binding(json!({})), &[], &resources)
+        .unwrap_err();
+    assert!(matches!(error, PolicyError::Limit { .. }), "{error}");
+}
