@@ -1735,3 +1735,75 @@ fn run_ids_are_masked_wherever_they_stand() {
         "report (run <RUN_ID>).\n…?var-run=<RUN_ID> é 2026120XT235544Z"
     );
 }
+
+/// The demo snapshot's dry run (`-o FORMAT`), as `script` runs it on a pseudo-terminal (stdout
+/// to /dev/null): what the terminal got on stderr. `None` without util-linux's `script`.
+fn on_a_terminal(format: &str) -> Option<String> {
+    let bin = env!("CARGO_BIN_EXE_workload-report");
+    let line = format!(
+        "'{bin}' run --config fixtures/demo/config.yaml --snapshot fixtures/demo/cluster --dry-run -o {format} >/dev/null"
+    );
+    let output = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TERM", "xterm")
+        .current_dir(root())
+        .output()
+        .ok()?;
+    Some(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[test]
+fn a_piped_run_shows_no_progress() {
+    for format in ["text", "json"] {
+        let outcome = run(
+            &[
+                "run",
+                "--config",
+                "fixtures/demo/config.yaml",
+                "--snapshot",
+                "fixtures/demo/cluster",
+                "--dry-run",
+                "-o",
+                format,
+            ],
+            &[],
+        );
+        assert!(
+            outcome.stderr.contains("read 15 workloads"),
+            "the log lines are there: {}",
+            outcome.stderr
+        );
+        assert!(
+            !outcome.stderr.contains(['\x1b', '\r']) && !outcome.stderr.contains("listed so far"),
+            "no progress in a pipe (-o {format}): {:?}",
+            outcome.stderr
+        );
+    }
+}
+
+#[test]
+fn a_terminal_shows_progress_and_clears_it() {
+    let Some(terminal) = on_a_terminal("text") else {
+        eprintln!("skipped: no `script` (util-linux) to run on a pseudo-terminal");
+        return;
+    };
+    assert!(
+        terminal.contains("reviewing: reviewed 15 of 15 workloads listed so far"),
+        "{terminal:?}"
+    );
+    let last = terminal.rfind("listed so far").unwrap();
+    let after = &terminal[last..];
+    let cleared = after.find("\x1b[2K").expect("the progress line is cleared");
+    assert!(
+        after[cleared..].contains("history unavailable"),
+        "the run's log comes after the progress was cleared: {after:?}"
+    );
+    let json = on_a_terminal("json").unwrap();
+    assert!(json.contains("read 15 workloads"), "{json:?}");
+    assert!(
+        !json.contains("listed so far") && !json.contains('\x1b'),
+        "-o json shows no progress, also on a terminal: {json:?}"
+    );
+}
