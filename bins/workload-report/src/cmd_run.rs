@@ -6,14 +6,17 @@
 //! Everything that decides anything (status, counts, audit check, what is posted) lives in
 //! `daily-report`; this file only parses and prints.
 
+use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, anyhow};
 use daily_report::live::{LiveOptions, check_outputs, check_source, run_live, write_out};
+use daily_report::progress::{NoProgress, Progress};
 use daily_report::{Config, EngineKind, RunOutput, Settings};
 use serde_json::Value;
 
+use crate::progress::{TerminalProgress, shows_progress};
 use crate::stdio;
 
 /// Where the report reads the cluster from: a snapshot, or the cluster itself (`run` and
@@ -105,7 +108,20 @@ pub(crate) fn run(args: RunArgs) -> Result<ExitCode> {
             stdio::log(&format!("warning: routes: {warning}"));
         }
     }
-    let output = run_live(&config, &settings, &options, &stdio::log)?;
+    let terminal =
+        shows_progress(std::io::stderr().is_terminal(), &args.output).then(TerminalProgress::start);
+    let log = |line: &str| match &terminal {
+        Some(progress) => progress.log(line),
+        None => stdio::log(line),
+    };
+    let progress: &dyn Progress = match &terminal {
+        Some(progress) => progress,
+        None => &NoProgress,
+    };
+    let output = run_live(&config, &settings, &options, &log, progress);
+    // the progress line is cleared before anything else is written
+    drop(terminal);
+    let output = output?;
     for line in &output.log {
         stdio::log(line);
     }

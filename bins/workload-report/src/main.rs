@@ -10,6 +10,7 @@ mod cmd_routes;
 mod cmd_run;
 mod cmd_verify;
 mod format;
+mod progress;
 mod stdio;
 
 use std::process::ExitCode;

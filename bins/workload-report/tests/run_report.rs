@@ -293,7 +293,11 @@ fn demo_snapshot_dry_run_prints_every_digest() {
     let run_line = outcome.run_line();
     assert_eq!(run_line["status"], "ok");
     assert_eq!(run_line["dryRun"], true);
-    assert_eq!(run_line["posted"], serde_json::json!([]), "a dry run posts no one");
+    assert_eq!(
+        run_line["posted"],
+        serde_json::json!([]),
+        "a dry run posts no one"
+    );
     assert_eq!(
         run_line["wouldPost"],
         serde_json::json!(["infra", "payments", "raster"])
@@ -563,7 +567,11 @@ fn a_source_that_cannot_be_loaded_is_a_usage_error_before_anything_is_read() {
         args.extend(&source);
         let outcome = run(&args, &live.all_hooks());
         assert_eq!(outcome.code, 2, "{source:?}: {}", outcome.stderr);
-        assert!(outcome.stderr.contains(&message), "{source:?}: {}", outcome.stderr);
+        assert!(
+            outcome.stderr.contains(&message),
+            "{source:?}: {}",
+            outcome.stderr
+        );
         assert!(outcome.stdout.is_empty(), "no run line: {}", outcome.stdout);
         assert!(live.slack.requests().is_empty() && live.loki.pushes().is_empty());
         assert!(
@@ -584,7 +592,13 @@ fn a_kubeconfig_list_skips_missing_files_as_kubectl_does() {
     let mut env = live.all_hooks();
     env.push(("KUBECONFIG".into(), list.to_str().unwrap().to_string()));
     let outcome = run(
-        &["run", "--config", config.to_str().unwrap(), "--context", "fake"],
+        &[
+            "run",
+            "--config",
+            config.to_str().unwrap(),
+            "--context",
+            "fake",
+        ],
         &env,
     );
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
@@ -979,11 +993,21 @@ fn routes_warnings_go_to_stderr_and_the_table_has_a_header() {
     )
     .unwrap();
     let outcome = run(
-        &["routes", "--config", config.to_str().unwrap(), "web-dev", "x"],
+        &[
+            "routes",
+            "--config",
+            config.to_str().unwrap(),
+            "web-dev",
+            "x",
+        ],
         &[],
     );
     assert_eq!(outcome.code, 0, "{}", outcome.stderr);
-    assert!(outcome.stderr.contains("warning: routes: "), "{}", outcome.stderr);
+    assert!(
+        outcome.stderr.contains("warning: routes: "),
+        "{}",
+        outcome.stderr
+    );
     assert!(!outcome.stdout.contains("warning"), "{}", outcome.stdout);
     assert_eq!(
         outcome.stdout,
@@ -1283,7 +1307,11 @@ fn a_skipped_reason_naming_a_secret_path_is_redacted() {
     let missing = snapshot_run(dir.path(), &loki, &slack, &snapshot, &[]);
     assert_eq!(missing.code, 2, "{}", missing.stderr);
     assert!(missing.stderr.contains("[redacted]"), "{}", missing.stderr);
-    assert!(!missing.stderr.contains(secret_path.rsplit('/').next().unwrap()));
+    assert!(
+        !missing
+            .stderr
+            .contains(secret_path.rsplit('/').next().unwrap())
+    );
     // one that cannot be read is a skipped run
     std::fs::create_dir_all(&snapshot).unwrap();
     std::fs::write(format!("{snapshot}/broken.yaml"), "kind: [unclosed\n").unwrap();
@@ -1705,5 +1733,77 @@ fn run_ids_are_masked_wherever_they_stand() {
             "report (run 20261201T235545Z).\n…?var-run=20261201T235544Z é 2026120XT235544Z"
         ),
         "report (run <RUN_ID>).\n…?var-run=<RUN_ID> é 2026120XT235544Z"
+    );
+}
+
+/// The demo snapshot's dry run (`-o FORMAT`), as `script` runs it on a pseudo-terminal (stdout
+/// to /dev/null): what the terminal got on stderr. `None` without util-linux's `script`.
+fn on_a_terminal(format: &str) -> Option<String> {
+    let bin = env!("CARGO_BIN_EXE_workload-report");
+    let line = format!(
+        "'{bin}' run --config fixtures/demo/config.yaml --snapshot fixtures/demo/cluster --dry-run -o {format} >/dev/null"
+    );
+    let output = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .env_clear()
+        .env("PATH", std::env::var("PATH").unwrap_or_default())
+        .env("TERM", "xterm")
+        .current_dir(root())
+        .output()
+        .ok()?;
+    Some(String::from_utf8_lossy(&output.stdout).into_owned())
+}
+
+#[test]
+fn a_piped_run_shows_no_progress() {
+    for format in ["text", "json"] {
+        let outcome = run(
+            &[
+                "run",
+                "--config",
+                "fixtures/demo/config.yaml",
+                "--snapshot",
+                "fixtures/demo/cluster",
+                "--dry-run",
+                "-o",
+                format,
+            ],
+            &[],
+        );
+        assert!(
+            outcome.stderr.contains("read 15 workloads"),
+            "the log lines are there: {}",
+            outcome.stderr
+        );
+        assert!(
+            !outcome.stderr.contains(['\x1b', '\r']) && !outcome.stderr.contains("listed so far"),
+            "no progress in a pipe (-o {format}): {:?}",
+            outcome.stderr
+        );
+    }
+}
+
+#[test]
+fn a_terminal_shows_progress_and_clears_it() {
+    let Some(terminal) = on_a_terminal("text") else {
+        eprintln!("skipped: no `script` (util-linux) to run on a pseudo-terminal");
+        return;
+    };
+    assert!(
+        terminal.contains("reviewing: reviewed 15 of 15 workloads listed so far"),
+        "{terminal:?}"
+    );
+    let last = terminal.rfind("listed so far").unwrap();
+    let after = &terminal[last..];
+    let cleared = after.find("\x1b[2K").expect("the progress line is cleared");
+    assert!(
+        after[cleared..].contains("history unavailable"),
+        "the run's log comes after the progress was cleared: {after:?}"
+    );
+    let json = on_a_terminal("json").unwrap();
+    assert!(json.contains("read 15 workloads"), "{json:?}");
+    assert!(
+        !json.contains("listed so far") && !json.contains('\x1b'),
+        "-o json shows no progress, also on a terminal: {json:?}"
     );
 }

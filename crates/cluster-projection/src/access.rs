@@ -81,7 +81,10 @@ pub enum ConfigError {
     },
     /// The context asked for (or the current context) is not in the kubeconfig, as kubectl
     /// says it: `context "nope" not found in <file>; contexts: a, b`.
-    #[error("context {context:?} not found in {files}; contexts: {}", list_or_none(contexts))]
+    #[error(
+        "context {context:?} not found in {files}; contexts: {}",
+        list_or_none(contexts)
+    )]
     ContextNotFound {
         /// The context.
         context: String,
@@ -91,7 +94,10 @@ pub enum ConfigError {
         contexts: Vec<String>,
     },
     /// No `--context` and the kubeconfig sets no `current-context`.
-    #[error("no context: {files} sets no current-context; contexts: {}", list_or_none(contexts))]
+    #[error(
+        "no context: {files} sets no current-context; contexts: {}",
+        list_or_none(contexts)
+    )]
     NoCurrentContext {
         /// The kubeconfig files read, `, `-separated.
         files: String,

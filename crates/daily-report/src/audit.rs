@@ -458,12 +458,21 @@ mod tests {
         }
         // many unaudited Constraints of a rule are one line, their names capped
         let many: Vec<ConstraintAudit> = (0..30)
-            .map(|i| constraint(&format!("labels-{i:02}"), "2026-11-01T00:00:00Z", None, None))
+            .map(|i| {
+                constraint(
+                    &format!("labels-{i:02}"),
+                    "2026-11-01T00:00:00Z",
+                    None,
+                    None,
+                )
+            })
             .collect();
         let outcome = cross_check(&rules(), &many, &[], &audit_config(), &BTreeSet::new());
         assert_eq!(
             outcome.skipped,
-            ["audit check: 30 of 30 constraints of K8sRequiredLabels not audited yet: labels-00, labels-01, labels-02, labels-03, labels-04, labels-05, labels-06, labels-07, labels-08, labels-09 +20 more"]
+            [
+                "audit check: 30 of 30 constraints of K8sRequiredLabels not audited yet: labels-00, labels-01, labels-02, labels-03, labels-04, labels-05, labels-06, labels-07, labels-08, labels-09 +20 more"
+            ]
         );
     }
 

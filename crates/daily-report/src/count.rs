@@ -107,8 +107,6 @@ struct RuleFindings<'a> {
     erring: BTreeSet<(&'a str, &'a str)>,
 }
 
-/// Counts `results` per team → namespace → rule. Every configured team (and the default team)
-/// is present, clean teams with an empty report.
 /// Every configured message category name and `other`, sorted and distinct (the categories of
 /// each `team_total` line).
 pub fn category_names(config: &Config) -> Vec<String> {
@@ -138,6 +136,8 @@ pub fn fill_categories(teams: &mut BTreeMap<String, TeamReport>, config: &Config
     }
 }
 
+/// Counts `results` per team → namespace → rule. Every configured team (and the default team)
+/// is present, clean teams with an empty report.
 pub fn count(config: &Config, results: &[Finding]) -> BTreeMap<String, TeamReport> {
     let flagged_directly: BTreeSet<DirectKey<'_>> = results
         .iter()
@@ -346,8 +346,22 @@ pub(crate) mod tests {
         let config = config();
         assert_eq!(category_names(&config), ["invalid", "missing", "other"]);
         let results = [
-            result("K8sRequiredLabels", "labels", "Deployment", "dem-dev", "api", "missing x"),
-            result("K8sContainerLimits", "limits", "Deployment", "dem-dev", "api", "no limits"),
+            result(
+                "K8sRequiredLabels",
+                "labels",
+                "Deployment",
+                "dem-dev",
+                "api",
+                "missing x",
+            ),
+            result(
+                "K8sContainerLimits",
+                "limits",
+                "Deployment",
+                "dem-dev",
+                "api",
+                "no limits",
+            ),
         ];
         let mut teams = count(&config, &results);
         fill_categories(&mut teams, &config);
@@ -363,7 +377,11 @@ pub(crate) mod tests {
             .iter()
             .map(|(c, n)| (c.as_str(), *n))
             .collect();
-        assert_eq!(limits, [("other", 1)], "a rule without categories has other only");
+        assert_eq!(
+            limits,
+            [("other", 1)],
+            "a rule without categories has other only"
+        );
     }
 
     #[test]

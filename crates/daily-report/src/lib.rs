@@ -6,7 +6,7 @@
 //! see (directly or through ExpansionTemplates) and warns about rules that can see none;
 //! [`history`] compares them with the previous run (new, fixed); [`run`] orchestrates one run
 //! over injectable I/O (collect, deliver and read back, clock) and decides the status (ok /
-//! partial / skipped).
+//! partial / skipped); [`progress`] is what a run reports while it works (shown by the binary).
 
 pub mod audit;
 pub mod config;
@@ -14,6 +14,7 @@ pub mod count;
 pub mod coverage;
 pub mod history;
 pub mod live;
+pub mod progress;
 pub mod run;
 
 pub use cluster_projection::WorkloadKind;

@@ -34,6 +34,7 @@ use crate::audit::ConstraintAudit;
 use crate::config::{Config, Settings};
 use crate::count::Finding;
 use crate::coverage::{Coverage, coverage};
+use crate::progress::{Phase, Progress};
 use crate::run::{Collected, Delivery, RunContext, RunOutput, execute};
 
 mod workloads;
@@ -215,7 +216,8 @@ fn writable_dir(flag: &'static str, dir: &Path, create: bool) -> Result<(), Live
 }
 
 /// Runs the report against the real world: reads, evaluates, posts, pushes.
-/// Progress lines go to `log` as they happen (the run's own log is in the output).
+/// Progress lines go to `log` as they happen (the run's own log is in the output); the phase and
+/// the workloads listed and reviewed so far go to `progress`.
 ///
 /// The output paths of `options` are checked first ([`check_outputs`]); the cluster's
 /// credentials join the secrets the run redacts.
@@ -224,6 +226,7 @@ pub fn run_live(
     settings: &Settings,
     options: &LiveOptions,
     log: &(dyn Fn(&str) + Sync),
+    progress: &dyn Progress,
 ) -> Result<RunOutput, LiveError> {
     check_outputs(options, None)?;
     let source = options
@@ -269,6 +272,7 @@ pub fn run_live(
         pusher: None,
         push_timeout: config.timeouts.push,
         push_deadline: None,
+        progress,
     };
     let reader = Reader {
         config,
@@ -278,6 +282,7 @@ pub fn run_live(
         work: &work,
         engine_config: &engine_config,
         log,
+        progress,
     };
     let mut collect = || reader.collect();
     let ctx = RunContext {
@@ -320,10 +325,12 @@ struct Reader<'a> {
     work: &'a WorkDir,
     engine_config: &'a EngineConfig,
     log: &'a (dyn Fn(&str) + Sync),
+    progress: &'a dyn Progress,
 }
 
 impl Reader<'_> {
     fn collect(&self) -> Result<Collected, String> {
+        self.progress.phase(Phase::Reading);
         let (policy, mut workloads) = self.open()?;
         (self.log)(&format!(
             "read {} templates, {} constraints, {} expansion templates, {} namespaces; reviewing the workloads a page at a time",
@@ -351,6 +358,7 @@ impl Reader<'_> {
             ),
             None => None,
         };
+        self.progress.phase(Phase::Reviewing);
         let evaluated = self.evaluate(&policy, &mut workloads, snapshot.as_mut());
         if let (Some(mut writer), Some(file)) = (snapshot, &self.options.save_snapshot) {
             // What was read is saved even when the evaluation failed: the snapshot is how the
@@ -432,12 +440,16 @@ impl Reader<'_> {
         let mut projected = Vec::new();
         let runtime = self.runtime;
         let mut failure: Option<String> = None;
+        let (progress, mut reviewed) = (self.progress, 0);
         let objects = std::iter::from_fn(|| {
             if failure.is_some() {
                 return None;
             }
             match workloads.next_page(runtime, snapshot.as_deref_mut()) {
-                Ok(page) => page,
+                Ok(page) => {
+                    progress.listed(workloads.given);
+                    page
+                }
                 Err(reason) => {
                     failure = Some(reason);
                     None
@@ -447,6 +459,8 @@ impl Reader<'_> {
         .flatten()
         .map(|workload| cluster_projection::project_owned(workload.raw.to_value()))
         .inspect(|object| {
+            reviewed += 1;
+            progress.reviewed(reviewed);
             if inspect.is_some() {
                 projected.push(object.clone());
             }
@@ -595,6 +609,7 @@ struct LiveDelivery<'a> {
     push_timeout: std::time::Duration,
     /// When the pushes must be done by, from the first push on.
     push_deadline: Option<tokio::time::Instant>,
+    progress: &'a dyn Progress,
 }
 
 impl Delivery for LiveDelivery<'_> {
@@ -604,6 +619,7 @@ impl Delivery for LiveDelivery<'_> {
         webhook: &WebhookUrl,
         message: &SlackMessage,
     ) -> Result<(), SendError> {
+        self.progress.phase(Phase::Posting);
         self.runtime.block_on(self.poster.post(webhook, message))
     }
 
@@ -613,6 +629,7 @@ impl Delivery for LiveDelivery<'_> {
         let Some(config) = &self.loki else {
             return Ok(());
         };
+        self.progress.phase(Phase::Pushing);
         let client = match &self.pusher {
             Some(client) => client,
             None => self.pusher.insert(LokiClient::new(config, &self.http)?),

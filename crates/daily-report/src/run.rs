@@ -274,7 +274,9 @@ impl<'a> Run<'a> {
         if ctx.settings.dry_run {
             // What a dry run does, in its own words: it suppresses Slack only.
             log.push(match &ctx.settings.loki_url {
-                Some(url) => format!("dry run: nothing posted to Slack; pushing the run to Loki at {url}"),
+                Some(url) => {
+                    format!("dry run: nothing posted to Slack; pushing the run to Loki at {url}")
+                }
                 None => "dry run: nothing posted to Slack; no Loki URL: nothing pushed".to_string(),
             });
         }

@@ -304,61 +304,74 @@ fn trends_draw_daily_bars_an_outlined_total_and_the_latest_run() {
 }
 
 #[test]
-fn new_at_deploy_counts_gatekeepers_admission_lines_per_rule_hourly_and_now() {
+fn new_at_deploy_counts_gatekeepers_admission_lines_per_namespace_and_rule_daily_and_now() {
     let mut c = Checks::new("full");
     let d = full_dashboard();
-    let p = panel(&d, "New at deploy (admission violations per rule)");
+    let p = panel(
+        &d,
+        "New at deploy (admission violations per namespace and rule)",
+    );
     let t = targets(p);
     let want = format!(
-        r#"count by (constraint_kind) (count by (constraint_kind, resource_kind, resource_namespace, resource_name) (count_over_time({FULL_GATEKEEPER} |= "denied admission" | json | event_type="violation" | resource_namespace=~"$namespace" [1h])))"#
+        r#"count by (resource_namespace, constraint_kind) (count by (constraint_kind, resource_kind, resource_namespace, resource_name) (count_over_time({FULL_GATEKEEPER} |= "denied admission" | json | event_type="violation" | resource_namespace=~"$namespace" [24h])))"#
     );
     c.check(t.len() == 2, || format!("{} queries", t.len()));
     for target in &t {
         c.eq("admission query", &json!(expr(target)), &json!(want));
     }
-    c.eq("hourly step", &t[0]["step"], &json!("1h"));
+    c.eq("daily step", &t[0]["step"], &json!("1d"));
     c.eq(
-        "hourly legend",
+        "legend per namespace and rule",
         &t[0]["legendFormat"],
-        &json!("{{constraint_kind}}"),
+        &json!("{{resource_namespace}} {{constraint_kind}}"),
     );
     c.eq("now point", &t[1]["instant"], &json!(true));
     c.eq(
-        "now legend",
+        "now legend per namespace and rule",
         &t[1]["legendFormat"],
-        &json!("{{constraint_kind}} (now)"),
+        &json!("{{resource_namespace}} {{constraint_kind}} (now)"),
     );
     c.finish();
 }
 
 #[test]
-fn message_categories_are_columns_of_the_team_and_namespace_tables() {
+fn message_categories_are_columns_of_the_team_and_namespace_tables_with_zeros() {
     let mut c = Checks::new("full");
     let d = full_dashboard();
-    for (title, by) in [
-        ("Per team", "cluster, team"),
-        ("Per namespace", "cluster, team, namespace, rule"),
-    ] {
-        let p = panel(&d, title);
-        let renamed = &p["transformations"][1]["options"]["renameByName"];
-        let t = targets(p);
-        for (i, category) in ["invalid", "missing", "other"].iter().enumerate() {
+    let job = "nightly-workload-report";
+    for category in ["invalid", "missing", "other"] {
+        let i = ["invalid", "missing", "other"]
+            .iter()
+            .position(|n| *n == category)
+            .unwrap_or_default();
+        // Per team: the team_total lines, which carry every category (0 included).
+        let team = format!(
+            r#"sum by (cluster, team) (last_over_time({{job="{job}", cluster=~"$cluster", team=~"$team", type="team_total"}} | json | runId=~"$run" | unwrap categories_{category} | __error__="" [$__range]) by (cluster, team))"#
+        );
+        // Per namespace: the summary lines; a category of another rule is 0 on every row.
+        let by = "cluster, team, namespace, rule";
+        let summaries = format!(
+            r#"{{job="{job}", cluster=~"$cluster", team=~"$team", type="summary"}} | json | runId=~"$run" | namespace=~"$namespace""#
+        );
+        let namespace = format!(
+            r#"(sum by ({by}) (last_over_time({summaries} | unwrap categories_{category} | __error__="" [$__range]) by ({by}))) or (0 * sum by ({by}) (last_over_time({summaries} | unwrap count [$__range]) by ({by})))"#
+        );
+        for (title, want) in [("Per team", team), ("Per namespace", namespace)] {
+            let p = panel(&d, title);
+            let t = targets(p);
             let target = t.iter().find(|t| t["refId"] == json!(format!("C{i}")));
             let Some(target) = target else {
                 c.fail(format!("{title}: no query for category {category}"));
                 continue;
             };
-            c.check(
-                expr(target).starts_with(&format!("sum by ({by}) (last_over_time("))
-                    && expr(target).contains(r#"type="summary"} | json | runId=~"$run""#)
-                    && expr(target).contains(&format!(
-                        r#"| unwrap categories_{category} | __error__="" [$__range]) by (cluster, team, namespace, rule))"#
-                    )),
-                || format!("{title} {category}: {}", expr(target)),
+            c.eq(
+                &format!("{title} {category}"),
+                &json!(expr(target)),
+                &json!(want),
             );
             c.eq(
                 &format!("{title} column C{i}"),
-                &renamed[format!("Value #C{i}")],
+                &p["transformations"][1]["options"]["renameByName"][format!("Value #C{i}")],
                 &json!(category),
             );
         }

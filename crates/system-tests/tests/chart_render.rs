@@ -439,7 +439,7 @@ const DASHBOARD_PANELS: &[&str] = &[
     "Silenced",
     "Trend per team (14 days, last run of each day)",
     "Namespaces with violations per team (14 days, last run of each day)",
-    "New at deploy (admission violations per rule)",
+    "New at deploy (admission violations per namespace and rule)",
     "New and fixed since the previous run",
     "Runs",
     "Policy errors (selected run)",

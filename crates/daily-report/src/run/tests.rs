@@ -602,7 +602,10 @@ fn a_panic_while_posting_the_problems_is_logged_and_the_run_line_still_returned(
     // raster has no webhook: the run is partial, so the default team gets a problems message
     let settings = settings(
         &config,
-        &[("INFRA_WEBHOOK", &hook("infra")), ("WEB_WEBHOOK", &hook("web"))],
+        &[
+            ("INFRA_WEBHOOK", &hook("infra")),
+            ("WEB_WEBHOOK", &hook("web")),
+        ],
     );
     let default_team: &'static str = Box::leak(config.default_team.clone().into_boxed_str());
     let mut delivery = Recorder {

@@ -31,6 +31,8 @@ pub(crate) struct RunFacts {
     summaries: BTreeMap<(String, String, String), f64>,
     /// (team, namespace, rule, category) → count, from the `summary` lines' `categories`.
     categories: BTreeMap<(String, String, String, String), f64>,
+    /// (team, category) → count, from the `team_total` lines' `categories` (every category).
+    team_categories: BTreeMap<(String, String), f64>,
     /// team → (new, fixed), from the `team_total` lines that carry them.
     changes: BTreeMap<String, (f64, f64)>,
     /// The `violation` lines.
@@ -51,6 +53,7 @@ impl RunFacts {
             teams: BTreeMap::new(),
             summaries: BTreeMap::new(),
             categories: BTreeMap::new(),
+            team_categories: BTreeMap::new(),
             changes: BTreeMap::new(),
             violations: Vec::new(),
         };
@@ -104,6 +107,12 @@ impl RunFacts {
             "team_total" => {
                 self.teams
                     .insert(text("team"), (number("total"), number("namespaces")));
+                for (category, count) in line["categories"].as_object().into_iter().flatten() {
+                    self.team_categories.insert(
+                        (text("team"), category.clone()),
+                        count.as_f64().unwrap_or_default(),
+                    );
+                }
                 // `null` while the change is unknown (first run, history unavailable).
                 if line["new"].is_number() {
                     self.changes
@@ -440,14 +449,32 @@ fn panel_shows_the_run(
             .unwrap_or_default()
             .to_string()
     });
-    let per_category = |keys: fn(&(String, String, String, String)) -> Vec<String>| {
-        let mut want: BTreeMap<Vec<String>, f64> = BTreeMap::new();
-        for (key, count) in &facts.categories {
-            if Some(&key.3) == category.as_ref() {
-                *want.entry(keys(key)).or_default() += count;
-            }
-        }
-        want
+    // Per team: every team's count from its team_total line (0 included).
+    let per_team_category = || -> BTreeMap<Vec<String>, f64> {
+        facts
+            .team_categories
+            .iter()
+            .filter(|((_, c), _)| Some(c) == category.as_ref())
+            .map(|((team, _), count)| (vec![team.clone()], *count))
+            .collect()
+    };
+    // Per namespace: every (team, namespace, rule) with a summary line, 0 when its line has no
+    // such category (a category of another rule).
+    let per_summary_category = || -> BTreeMap<Vec<String>, f64> {
+        facts
+            .summaries
+            .keys()
+            .map(|(t, n, r)| {
+                let key = (
+                    t.clone(),
+                    n.clone(),
+                    r.clone(),
+                    category.clone().unwrap_or_default(),
+                );
+                let count = facts.categories.get(&key).copied().unwrap_or_default();
+                (vec![t.clone(), n.clone(), r.clone()], count)
+            })
+            .collect()
     };
     let run_lines = || -> Vec<Value> {
         answer
@@ -467,9 +494,7 @@ fn panel_shows_the_run(
                 .count() as f64,
         ),
         "Namespaces with violations" => expect_number(total_namespaces),
-        "Per team" if category.is_some() => {
-            expect_map(answer.by(&["team"]), per_category(|k| vec![k.0.clone()]))
-        }
+        "Per team" if category.is_some() => expect_map(answer.by(&["team"]), per_team_category()),
         "Per team" if expr.contains("unwrap total") => {
             expect_map(answer.by(&["team"]), per_team(|(total, _)| *total))
         }
@@ -494,7 +519,7 @@ fn panel_shows_the_run(
         ),
         "Per namespace" if category.is_some() => expect_map(
             answer.by(&["team", "namespace", "rule"]),
-            per_category(|k| vec![k.0.clone(), k.1.clone(), k.2.clone()]),
+            per_summary_category(),
         ),
         "Per namespace" => expect_map(
             answer.by(&["team", "namespace", "rule"]),
@@ -519,11 +544,17 @@ fn panel_shows_the_run(
                     .collect(),
             )
         }
-        "New at deploy (admission violations per rule)" => expect_map(
-            answer.by(&["constraint_kind"]),
+        "New at deploy (admission violations per namespace and rule)" => expect_map(
+            answer.by(&["resource_namespace", "constraint_kind"]),
             BTreeMap::from([
-                (vec!["K8sContainerLimits".to_string()], 1.0),
-                (vec!["K8sRequiredLabels".to_string()], 2.0),
+                (
+                    vec!["data".to_string(), "K8sContainerLimits".to_string()],
+                    1.0,
+                ),
+                (
+                    vec!["shop".to_string(), "K8sRequiredLabels".to_string()],
+                    2.0,
+                ),
             ]),
         ),
         "Message categories" => {
