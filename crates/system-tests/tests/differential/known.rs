@@ -19,25 +19,24 @@ fn any(messages: &[String], needle: &str) -> bool {
 /// The classes, checked in order.
 pub(crate) const CLASSES: &[Class] = &[
     Class {
-        // cel-go makes `x.f` on a missing key `no such key: f` and `has(x.f)` false on null
-        // or absent receivers; ours fails the selection or index itself with an overload
-        // error (issue 25 §3, first class), so a violation of gator's can be an error of ours.
-        name: "CEL: field selection or index on null, a scalar or a missing key",
+        // `'k' in s` with a string `s`: cel-go has no such overload of `@in`; ours tests for a
+        // substring, so the expression goes on (and fails later, or passes).
+        name: "CEL: `in` with a string on the right evaluates in ours",
         matches: |d| {
             d.cel
-                && (any(&d.ours, "found no matching overload for '_._'")
-                    || any(&d.ours, "found no matching overload for '_[_]'"))
+                && d.gator.iter().any(|m| m.ends_with("no such overload"))
+                && any(&d.ours, "no such key")
         },
     },
     Class {
-        // Both fail; cel-go says `no such overload` (`no such overload: _+_`), ours names the
-        // function and the operand values (`Unsupported binary operator 'add': Null, …`).
-        name: "CEL: error texts (no such overload)",
+        // Both operands of `&&` / `||` fail: cel-go reports the left operand's error, ours the
+        // right one's.
+        name: "CEL: of two failing operands of a logical operator, ours reports the other one",
         matches: |d| {
             d.cel
-                && any(&d.gator, "no such overload")
-                && (any(&d.ours, "found no matching overload")
-                    || any(&d.ours, "Unsupported binary operator"))
+                && any(&d.gator, "no such overload: _")
+                && any(&d.ours, "no such overload: _")
+                && any(&d.gator, "&&")
         },
     },
     Class {
@@ -48,9 +47,10 @@ pub(crate) const CLASSES: &[Class] = &[
         },
     },
     Class {
-        // A README known difference: Go prints float64 numbers >= 1e6 as `1e+06`.
+        // A README known difference: Go prints float64 numbers >= 1e6 in exponent form
+        // (`1e+06`, `9.007199254740992e+15`).
         name: "numbers >= 1e6 print as 1e+06 in gator",
-        matches: |d| any(&d.gator, "e+0") && !any(&d.ours, "e+0"),
+        matches: |d| any(&d.gator, "e+") && !any(&d.ours, "e+"),
     },
     Class {
         // `some x in null` is undefined in OPA (the body fails), an evaluation error in ours.
